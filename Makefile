@@ -1,0 +1,64 @@
+# SPDX-License-Identifier: GPL-2.0
+# rroce: software RoCEv2 RDMA device, out-of-tree Rust kernel module.
+#
+#   make demo    set everything up, boot a VM, create rroce devices, run perftest
+#   make check   set everything up and run every test (host, KUnit, VM)
+#
+# Other targets: deps kernel module host-test vm CMD='...' fuzz loom clippy fmt clean
+
+SHELL := /bin/bash
+KDIR ?=
+export KDIR
+
+.PHONY: all deps kernel module host-test vm check demo fuzz loom clippy fmt fmt-check uapi-check clean
+
+all: module
+
+deps:
+	@scripts/deps.sh
+
+kernel: deps
+	@scripts/build-kernel.sh
+
+module:
+	@scripts/build-module.sh
+
+host-test:
+	@cargo test --quiet
+
+uapi-check:
+	@scripts/check-uapi.sh
+
+# Boot the cached kernel with rroce.ko inserted and run CMD as root in this directory.
+vm: kernel module
+	@scripts/vm.sh "$(CMD)"
+
+check:
+	@scripts/check.sh
+
+demo:
+	@scripts/demo.sh
+
+fuzz:
+	@scripts/fuzz.sh $(SECONDS)
+
+loom:
+	@scripts/loom.sh
+
+clippy:
+	@cargo clippy --all-targets -- -D warnings
+	@scripts/build-module.sh CLIPPY=1
+
+fmt:
+	@cargo fmt
+	@rustfmt --edition 2021 src/rroce_main.rs
+
+fmt-check:
+	@cargo fmt --check
+	@rustfmt --edition 2021 --check src/rroce_main.rs
+
+clean:
+	@if [ -n "$$(scripts/lib.sh 2>/dev/null)" ]; then :; fi
+	@rm -rf target
+	@find . -path ./fuzz -prune -o \( -name '*.o' -o -name '*.ko' -o -name '*.mod' -o -name '*.mod.c' -o -name '.*.cmd' -o -name '*.d' \) -print0 | xargs -0 rm -f
+	@rm -f Module.symvers modules.order

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# Configure and build the test kernel from the fetched source, out of tree,
+# cached under $RROCE_CACHE/build/<version>-<hash of version, fragment, rustc>.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+"$RROCE_ROOT/scripts/fetch-kernel.sh"
+SRCDIR=$(rroce_src_dir)
+B=$(rroce_build_dir)
+if [ -f "$B/.rroce-built" ]; then
+	exit 0
+fi
+mkdir -p "$B"
+log "building kernel $(rroce_kver) in $B (cold build: about 6-8 minutes on 2 cores)"
+start=$(date +%s)
+MK=(make -s -C "$SRCDIR" O="$B" -j"$(nproc)")
+"${MK[@]}" tinyconfig >/dev/null
+"$SRCDIR/scripts/kconfig/merge_config.sh" -m -O "$B" "$B/.config" \
+	"$SRCDIR/kernel/configs/kvm_guest.config" "$RROCE_FRAGMENT" >/dev/null
+"${MK[@]}" olddefconfig >/dev/null
+"${MK[@]}" rustavailable >/dev/null || die "the kernel does not accept this Rust toolchain: $(rustc --version)"
+"${MK[@]}" olddefconfig >/dev/null
+# Every option of the fragment must have survived dependency resolution.
+bad=0
+while IFS= read -r line; do
+	case "$line" in CONFIG_*=*) ;; *) continue ;; esac
+	opt=${line%%=*}; val=${line#*=}
+	if [ "$val" = n ]; then
+		grep -q "^$opt=" "$B/.config" && { log "config: $opt should be off"; bad=1; }
+	else
+		grep -qx "$line" "$B/.config" || { log "config: wanted $line, got: $(grep "^$opt=\|# $opt " "$B/.config" || echo unset)"; bad=1; }
+	fi
+done <"$RROCE_FRAGMENT"
+[ $bad = 0 ] || die "the config fragment did not apply cleanly (see above)"
+"${MK[@]}" >"$B/build.log" 2>&1 || { tail -40 "$B/build.log"; die "kernel build failed (log: $B/build.log)"; }
+"${MK[@]}" modules_prepare >/dev/null
+# Modules (rdma_rxe, udp_tunnel, ...) for modprobe inside the guest.
+rm -rf "$B/.rroce-mods"
+"${MK[@]}" INSTALL_MOD_PATH="$B/.rroce-mods" modules_install >/dev/null
+grep -q '^CONFIG_RUSTC_VERSION_TEXT=' "$B/.config" || die "kernel config records no rustc"
+rustc --version >"$B/.rroce-rustc"
+date -u +%FT%TZ >"$B/.rroce-built"
+log "kernel built in $(( $(date +%s) - start ))s"

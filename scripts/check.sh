@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# rroce's test driver (`make check`): install what is missing, build the kernel
+# if it is not cached, build the module, run the host tests, boot the VM (where
+# the module's KUnit suites run at insmod and the integration tests run), and
+# check the kernel log. Ends with one line "N passed, N failed".
+set -uo pipefail
+. "$(dirname "$0")/lib.sh"
+cd "$RROCE_ROOT"
+
+PASS=0
+FAIL=0
+FAILED=()
+T0=$(date +%s)
+ok() { PASS=$((PASS + 1)); }
+bad() { FAIL=$((FAIL + 1)); FAILED+=("$1"); echo "FAILED: $1" >&2; }
+step() { printf '\n=== %s (%ss)\n' "$*" "$(($(date +%s) - T0))"; }
+finish() {
+	step "summary"
+	for f in "${FAILED[@]+"${FAILED[@]}"}"; do echo "  failed: $f"; done
+	echo "total time $(($(date +%s) - T0))s"
+	echo "$PASS passed, $FAIL failed"
+	[ "$FAIL" = 0 ]
+	exit $?
+}
+
+step "dependencies"
+scripts/deps.sh || { bad deps; finish; }
+
+step "kernel"
+scripts/build-kernel.sh || { bad kernel-build; finish; }
+
+step "host tests (cargo test)"
+OUT=$(mktemp)
+cargo test --color never 2>&1 | tee "$OUT" | grep -E '^(test result|running|error|test .* FAILED|failures:|---- )' || true
+if grep -q '^error' "$OUT" && ! grep -q '^test result' "$OUT"; then
+	bad "host tests did not build"
+else
+	p=$(awk '/^test result:/ {for (i=1;i<=NF;i++) if ($(i+1) ~ /^passed/) s+=$i} END {print s+0}' "$OUT")
+	f=$(awk '/^test result:/ {for (i=1;i<=NF;i++) if ($(i+1) ~ /^failed/) s+=$i} END {print s+0}' "$OUT")
+	PASS=$((PASS + p))
+	FAIL=$((FAIL + f))
+	[ "$f" = 0 ] || FAILED+=("$f host test(s)")
+	grep -q '^test result' "$OUT" || bad "host tests produced no result"
+fi
+rm -f "$OUT"
+
+if [ -x scripts/check-uapi.sh ]; then
+	step "uapi header checks"
+	if scripts/check-uapi.sh; then ok; else bad uapi-header; fi
+fi
+
+step "lint: rustfmt"
+if cargo fmt --check >/dev/null 2>&1 && rustfmt --edition 2021 --check src/rroce_main.rs >/dev/null 2>&1; then ok; else bad rustfmt; fi
+
+step "module build"
+if ! scripts/build-module.sh; then
+	bad module-build
+	finish
+fi
+ok
+
+step "VM: KUnit + integration tests"
+RUN=$(mktemp -d "$RROCE_CACHE/vmrun/check.XXXXXX")
+export RROCE_VM_RUNDIR=$RUN
+scripts/vm.sh --timeout "${RROCE_CHECK_TIMEOUT:-2400}" 'bash tests/vm/run-all.sh'
+vrc=$?
+[ $vrc = 0 ] || bad "VM run (exit $vrc)"
+
+if [ -f "$RUN/dmesg" ]; then
+	step "KUnit results"
+	mapfile -t SUITES < <(grep -rhoE 'kunit_tests\(([a-z0-9_]+)\)' src | sed -E 's/kunit_tests\((.*)\)/\1/' | sort -u)
+	scripts/ktap.py "$RUN/dmesg" "${SUITES[@]}" | tee "$RUN/kunit"
+	PASS=$((PASS + $(grep -c '^kunit: ok ' "$RUN/kunit")))
+	while IFS= read -r l; do bad "${l#kunit: not ok }"; done < <(grep '^kunit: not ok ' "$RUN/kunit")
+	[ "${#SUITES[@]}" -gt 0 ] || bad "no KUnit suites found in src/"
+
+	step "kernel log"
+	if grep -nE 'WARNING:|BUG:|Oops|general protection|Call Trace:|possible recursive locking|circular locking|UBSAN|KASAN|kernel panic|refcount_t:|rroce.*(leak|leaked)' "$RUN/dmesg" \
+		| head -20 | tee "$RUN/badlog" | grep -q .; then
+		bad "kernel log has warnings (see $RUN/dmesg)"
+	else
+		ok
+		echo "clean"
+	fi
+else
+	bad "no kernel log from the VM"
+fi
+
+step "VM integration checks"
+if [ -f "$RUN/checks" ]; then
+	cat "$RUN/checks"
+	PASS=$((PASS + $(grep -c '^ok ' "$RUN/checks")))
+	while IFS= read -r l; do bad "${l#not ok }"; done < <(grep '^not ok ' "$RUN/checks")
+else
+	bad "no integration check results from the VM"
+fi
+finish

@@ -1,0 +1,34 @@
+# SPDX-License-Identifier: GPL-2.0
+# Common settings for rroce's scripts. Source it, do not run it.
+
+RROCE_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+RROCE_CACHE=${RROCE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rroce}
+# The kernel series rroce targets; the exact version is whatever Debian ships.
+RROCE_KSERIES=${RROCE_KSERIES:-7.3}
+RROCE_FRAGMENT=$RROCE_ROOT/kernel/rroce.config
+export LIBCLANG_PATH=${LIBCLANG_PATH:-/usr/lib/llvm-19/lib}
+export PATH=$HOME/.cargo/bin:$PATH
+
+log() { printf '[rroce] %s\n' "$*" >&2; }
+die() { printf '[rroce] error: %s\n' "$*" >&2; exit 1; }
+
+# Hash of everything that determines the built kernel: the source version,
+# the config fragment and the rustc that compiles the Rust parts.
+rroce_kernel_key() {
+	local ver=$1
+	{
+		echo "$ver"
+		cat "$RROCE_FRAGMENT"
+		rustc --version
+	} | sha256sum | cut -c1-12
+}
+
+# Path of the unpacked source tree (set by fetch-kernel.sh) and the build dir.
+rroce_src_dir() { cat "$RROCE_CACHE/src/CURRENT" 2>/dev/null; }
+rroce_kver() { cat "$RROCE_CACHE/src/VERSION" 2>/dev/null; }
+rroce_build_dir() {
+	local ver
+	ver=$(rroce_kver) || return 1
+	[ -n "$ver" ] || return 1
+	echo "$RROCE_CACHE/build/$ver-$(rroce_kernel_key "$ver")"
+}

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# Boot the cached test kernel with virtme-ng (host root filesystem visible,
+# this repository writable), insert rroce.ko, run a command as root in the
+# repository directory, and return its exit status.
+#
+#   scripts/vm.sh [--no-insmod] [--timeout SECONDS] [--] 'CMD'
+#
+# Every run has a timeout (default 1200 s, RROCE_VM_TIMEOUT): a hung guest is
+# killed and reported, never waited on forever. KVM is used only when the CPU
+# advertises vmx/svm and /dev/kvm opens (override: RROCE_KVM=0|1); otherwise
+# the guest runs under TCG. The guest's kernel log is kept in the run directory
+# printed at the end ($RROCE_VM_RUNDIR to choose it).
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+insmod=1
+timeout=${RROCE_VM_TIMEOUT:-1200}
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--no-insmod) insmod=0; shift ;;
+	--timeout) timeout=$2; shift 2 ;;
+	--) shift; break ;;
+	*) break ;;
+	esac
+done
+cmd=${*:-true}
+
+B=$(rroce_build_dir) || die "no kernel: run make kernel"
+[ -f "$B/.rroce-built" ] || die "kernel in $B is not built: run make kernel"
+[ $insmod = 0 ] || [ -f "$RROCE_ROOT/rroce.ko" ] || die "rroce.ko is not built: run make module"
+VNG=$RROCE_CACHE/venv/bin/vng
+export PATH=$RROCE_CACHE/venv/bin:$PATH
+[ -x "$VNG" ] || die "virtme-ng missing: run make deps"
+
+kvm_usable() {
+	case "${RROCE_KVM:-auto}" in
+	0) return 1 ;;
+	1) return 0 ;;
+	esac
+	grep -qwE 'vmx|svm' /proc/cpuinfo || return 1
+	( exec 3<>/dev/kvm ) 2>/dev/null || return 1
+}
+
+RUN=${RROCE_VM_RUNDIR:-}
+if [ -z "$RUN" ]; then
+	mkdir -p "$RROCE_CACHE/vmrun"
+	RUN=$(mktemp -d "$RROCE_CACHE/vmrun/run.XXXXXX")
+fi
+mkdir -p "$RUN"
+rm -f "$RUN/rc" "$RUN/dmesg"
+printf '%s\n' "$cmd" >"$RUN/cmd"
+{
+	echo "RROCE_ROOT=$RROCE_ROOT"
+	echo "RROCE_KBUILD=$B"
+	echo "RROCE_INSMOD=$insmod"
+	echo "RROCE_RUN=$RUN"
+} >"$RUN/env"
+
+accel=(--disable-kvm)
+mode=TCG
+if kvm_usable; then accel=(); mode=KVM; fi
+echo "$mode" >"$RUN/accel"
+log "booting $(rroce_kver) under $mode (timeout ${timeout}s, run dir $RUN)"
+
+set +e
+timeout -k 20 "$timeout" "$VNG" --run "$B" "${accel[@]}" \
+	--cpus "${RROCE_VM_CPUS:-2}" --memory "${RROCE_VM_MEM:-2G}" --user root \
+	--rwdir "$RROCE_ROOT" --rwdir "$RUN" --cwd "$RROCE_ROOT" \
+	--exec "bash $RROCE_ROOT/scripts/guest-run.sh $RUN" </dev/null
+vrc=$?
+set -e
+if [ $vrc = 124 ] || [ $vrc = 137 ]; then
+	log "VM TIMEOUT: the guest did not finish within ${timeout}s and was killed"
+	exit 124
+fi
+if [ ! -f "$RUN/rc" ]; then
+	log "the guest ended (vng exit $vrc) without finishing the command"
+	exit 125
+fi
+rc=$(cat "$RUN/rc")
+log "guest command exit status $rc (kernel log: $RUN/dmesg)"
+exit "$rc"

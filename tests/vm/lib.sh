@@ -1,0 +1,32 @@
+# SPDX-License-Identifier: GPL-2.0
+# Helpers for the in-VM integration tests. Results go to $RROCE_RUN/checks, one
+# line per check: "ok NAME" or "not ok NAME: reason"; the host counts them.
+
+CHECKS=${RROCE_RUN:-/tmp}/checks
+
+pass() { echo "ok $1" >>"$CHECKS"; echo "  ok   $1"; }
+fail() { echo "not ok $1: $2" >>"$CHECKS"; echo "  FAIL $1: $2"; }
+
+# check NAME CMD...: passes when CMD exits 0; its output is shown on failure.
+check() {
+	local name=$1 out
+	shift
+	if out=$("$@" 2>&1); then
+		pass "$name"
+	else
+		fail "$name" "$(echo "$out" | tail -5 | tr '\n' ' ')"
+	fi
+}
+
+# expect_fail NAME CMD...: passes when CMD fails (misuse must be refused).
+expect_fail() {
+	local name=$1 out
+	shift
+	if out=$("$@" 2>&1); then
+		fail "$name" "succeeded but should have failed: $(echo "$out" | tail -3 | tr '\n' ' ')"
+	else
+		pass "$name"
+	fi
+}
+
+module_loaded() { grep -q "^$1 " /proc/modules; }

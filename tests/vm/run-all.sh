@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# Runs inside the VM (rroce.ko already inserted by vm.sh, so its KUnit suites
+# have run): every tests/vm/t*.sh in order, then unloads rroce. Checks are
+# recorded in $RROCE_RUN/checks for the host-side driver.
+cd "$(dirname "$0")/../.." || exit 1
+. tests/vm/lib.sh
+: >"$CHECKS"
+for t in tests/vm/t[0-9]*.sh; do
+	echo "== $t"
+	bash "$t" || fail "$(basename "$t" .sh)" "script exited $?"
+done
+echo "== unload"
+if module_loaded rroce; then
+	check module.rmmod rmmod rroce
+fi
+exit 0
