@@ -21,4 +21,5 @@ have=$(rustc --version)
 if [ "$want" != "$have" ]; then
 	die "rustc mismatch: the kernel in $KDIR was built by '$want' but this rustc is '$have'. A Rust module must be built by the same rustc as its kernel; install that toolchain or rebuild the kernel."
 fi
+"$RROCE_ROOT/scripts/gen-bindings.sh" "$KDIR"
 exec make -s -C "$KDIR" M="$RROCE_ROOT" LLVM= "$@" modules

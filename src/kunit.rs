@@ -2,13 +2,34 @@
 
 //! KUnit suites for rroce, run when the module is loaded into a kernel built
 //! with `CONFIG_KUNIT=y`.
+//!
+//! The engine core exports its checks as plain `selftest` functions so the
+//! very same assertions run here and in `cargo test` on the host; each case
+//! below runs one and reports its message on failure.
 
 use kernel::prelude::*;
 
-#[kunit_tests(rroce_smoke)]
-mod smoke {
+/// Runs one selftest, printing why it failed.
+fn run(name: &str, r: core::result::Result<(), &'static str>) -> Result {
+    r.map_err(|msg| {
+        pr_err!("selftest {name}: {msg}\n");
+        EINVAL
+    })
+}
+
+#[kunit_tests(rroce_device)]
+mod device {
+    use super::run;
+    use kernel::prelude::*;
+    use crate::device::selftest as t;
+
     #[test]
-    fn arithmetic() {
-        assert_eq!(1u32.wrapping_add(u32::MAX), 0);
+    fn mtu_mapping() -> Result {
+        run("mtu_mapping", t::mtu_mapping())
+    }
+
+    #[test]
+    fn guid_eui64() -> Result {
+        run("guid_eui64", t::guid_eui64())
     }
 }

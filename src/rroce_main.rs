@@ -3,14 +3,16 @@
 //! rroce: a software RoCEv2 RDMA device.
 //!
 //! The crate root of `rroce.ko`. It holds the module declaration and the
-//! module list; the kernel-independent engine core lives in [`engine`] and is
-//! also built on the host (see `host/lib.rs`), the user ABI in [`abi`].
+//! module list; the kernel-independent engine core lives in `engine` and is
+//! also built on the host (see `host/lib.rs`), the user ABI in `abi`.
 
 use kernel::prelude::*;
 
 // pub mod abi;
+mod device;
 // pub mod engine;
 mod kunit;
+mod rdma;
 
 module! {
     type: Rroce,
@@ -18,14 +20,18 @@ module! {
     authors: ["rroce developers"],
     description: "Software RoCEv2 RDMA device",
     license: "GPL",
+    alias: ["rdma-link-rroce"],
 }
 
-struct Rroce;
+struct Rroce {
+    _reg: device::Registration,
+}
 
 impl kernel::Module for Rroce {
     fn init(_module: &'static ThisModule) -> Result<Self> {
-        pr_info!("loaded (engine core only; no RDMA device yet)\n");
-        Ok(Rroce)
+        let reg = device::Registration::new()?;
+        pr_info!("loaded: rdma link add NAME type rroce netdev DEV\n");
+        Ok(Rroce { _reg: reg })
     }
 }
 

@@ -1,0 +1,643 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The rroce RDMA device: `rdma link add NAME type rroce netdev DEV`.
+//!
+//! Each device is an `ib_device` allocated by the RDMA core with rroce's
+//! state ([`RroceDev`]) around it, bound to one netdev, registered with the
+//! RoCEv2 port capabilities so the core fills its GID table from the
+//! netdev's IPv4 and IPv6 addresses.
+//!
+//! # Lifetimes
+//!
+//! The RDMA core owns the memory of every device: it is freed after the core
+//! calls `dealloc_driver`. rroce keeps a registry of the devices it
+//! registered so that module unload can unregister them; an entry is removed
+//! in `dealloc_driver`, so a pointer found in the registry under its lock
+//! always points at live memory. Devices are unregistered by `rdma link del`
+//! (the core), by the netdev going away (our notifier queues it), by module
+//! unload, or by `ib_unregister_driver(RDMA_DRIVER_RXE)` when `rdma_rxe` is
+//! unloaded (see `Documentation/device.rst`).
+//!
+//! Lock order: `DEVICES` is a leaf lock; nothing is called into the RDMA core
+//! while holding it except `ib_device_try_get()`.
+
+use core::{
+    cell::UnsafeCell,
+    mem::size_of,
+    ptr::null_mut,
+    sync::atomic::{AtomicU32, Ordering},
+};
+
+use kernel::{
+    error::to_result,
+    ffi::{c_char, c_int, c_uint, c_ulong, c_void},
+    prelude::*,
+    ModuleMetadata, //
+};
+
+use crate::rdma::sys;
+
+/// The uverbs ABI version rdma-core's rxe provider expects (1..=2 on 64-bit).
+const UVERBS_ABI_VERSION: u32 = 2;
+
+/// `IB_MGMT_MAD_SIZE` from `rdma/ib_mad.h`: a 24-byte MAD header + 232 bytes.
+const IB_MGMT_MAD_SIZE: u32 = 256;
+
+/// Largest number of rroce devices at once (one per netdev).
+const MAX_DEVICES: usize = 64;
+
+/// Honest device limits, modelled on rdma_rxe's (`rxe_param.h`).
+mod limits {
+    use kernel::ffi::c_int;
+
+    pub(super) const MAX_QP: u32 = 0x10000;
+    pub(super) const MAX_QP_WR: u32 = 0x4000;
+    pub(super) const MAX_SGE: u32 = 32;
+    pub(super) const MAX_SGE_RD: u32 = 32;
+    pub(super) const MAX_CQ: u32 = 0x4000;
+    pub(super) const MAX_CQE: u32 = (1 << 15) - 1;
+    pub(super) const MAX_MR: u32 = 0x4000;
+    pub(super) const MAX_PD: u32 = 0x7ffc;
+    pub(super) const MAX_QP_RD_ATOM: u32 = 128;
+    pub(super) const MAX_RES_RD_ATOM: u32 = 0x3f000;
+    pub(super) const MAX_SRQ: u32 = 0x4000;
+    pub(super) const MAX_SRQ_WR: u32 = 0x4000;
+    pub(super) const MAX_AH: u32 = 0x3fff;
+    pub(super) const MAX_MW: u32 = 0x4000;
+    pub(super) const MAX_FAST_REG_PAGES: u32 = 512;
+    pub(super) const MAX_PKEYS: u16 = 1;
+    pub(super) const LOCAL_CA_ACK_DELAY: u8 = 15;
+    pub(super) const MAX_MSG_SZ: u32 = 0x8000_0000;
+    pub(super) const GID_TABLE_LEN: c_int = 1024;
+    pub(super) const VENDOR_ID: u32 = 0x00ff_ffff;
+    pub(super) const PAGE_SIZE_CAP: u64 = 0xffff_f000;
+}
+
+/// An rroce RDMA device.
+///
+/// # Invariants
+///
+/// `ibdev` is the first field, so a `*mut sys::ib_device` that the RDMA core
+/// hands to rroce's ops (whose `ops.size` is this struct's) is also a valid
+/// `*mut RroceDev`. Every other field is valid when zeroed, because the core
+/// allocates the struct with `kzalloc`.
+#[repr(C)]
+pub(crate) struct RroceDev {
+    ibdev: sys::ib_device,
+    /// Active path MTU as an `enum ib_mtu`, following the netdev's MTU.
+    active_mtu: AtomicU32,
+}
+
+/// The objects whose size the core must know. Each starts with the core's
+/// struct, like `RroceDev`.
+#[repr(C)]
+struct RroceUcontext {
+    ibuc: sys::ib_ucontext,
+}
+
+#[repr(C)]
+struct RrocePd {
+    ibpd: sys::ib_pd,
+}
+
+/// Cell for C structures the kernel links into its own lists and so must
+/// live at a fixed address for the module's lifetime.
+struct KernelCell<T>(UnsafeCell<T>);
+
+// SAFETY: the contents are only touched by the kernel (under its own locks)
+// after registration; Rust only takes their address.
+unsafe impl<T> Sync for KernelCell<T> {}
+
+impl<T> KernelCell<T> {
+    fn get(&self) -> *mut T {
+        self.0.get()
+    }
+}
+
+static LINK_OPS: KernelCell<sys::rdma_link_ops> = KernelCell(UnsafeCell::new(sys::rdma_link_ops {
+    list: sys::list_head {
+        next: null_mut(),
+        prev: null_mut(),
+    },
+    type_: c"rroce".as_ptr().cast::<c_char>(),
+    newlink: Some(newlink),
+    dellink: Some(dellink),
+}));
+
+static NETDEV_NB: KernelCell<sys::notifier_block> =
+    KernelCell(UnsafeCell::new(sys::notifier_block {
+        notifier_call: Some(netdev_event),
+        next: null_mut(),
+        priority: 0,
+    }));
+
+/// Registered devices, as addresses of their `ib_device`.
+struct DeviceList {
+    devs: [usize; MAX_DEVICES],
+}
+
+impl DeviceList {
+    const fn new() -> Self {
+        Self {
+            devs: [0; MAX_DEVICES],
+        }
+    }
+
+    fn insert(&mut self, dev: *mut sys::ib_device) -> Result {
+        let slot = self.devs.iter_mut().find(|d| **d == 0).ok_or(ENOSPC)?;
+        *slot = dev as usize;
+        Ok(())
+    }
+
+    fn remove(&mut self, dev: *mut sys::ib_device) {
+        if let Some(slot) = self.devs.iter_mut().find(|d| **d == dev as usize) {
+            *slot = 0;
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.devs.iter().all(|d| *d == 0)
+    }
+}
+
+kernel::sync::global_lock! {
+    // SAFETY: `Registration::new` initializes it before anything else runs.
+    unsafe(uninit) static DEVICES: Mutex<DeviceList> = DeviceList::new();
+}
+
+/// The module's registration with the RDMA core and netdev notifiers.
+/// Dropping it unregisters everything, devices included.
+pub(crate) struct Registration;
+
+impl Registration {
+    /// Register the `rroce` link type and the netdev notifier.
+    pub(crate) fn new() -> Result<Self> {
+        // SAFETY: called once, from module init, before any other use.
+        unsafe { DEVICES.init() };
+        // SAFETY: `NETDEV_NB` is a static notifier block that stays
+        // registered until `Drop`, which unregisters it.
+        to_result(unsafe { sys::register_netdevice_notifier(NETDEV_NB.get()) })?;
+        // SAFETY: `LINK_OPS` is static and unregistered in `Drop`.
+        unsafe { sys::rdma_link_register(LINK_OPS.get()) };
+        Ok(Registration)
+    }
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        // No new devices from here on.
+        // SAFETY: registered in `new`.
+        unsafe { sys::rdma_link_unregister(LINK_OPS.get()) };
+        // SAFETY: registered in `new`; after this no notifier call is running.
+        unsafe { sys::unregister_netdevice_notifier(NETDEV_NB.get()) };
+        // Unregister every remaining device. A device found in the registry
+        // is still allocated (entries are removed in `dealloc_driver`); one
+        // that cannot be referenced is already being unregistered by someone
+        // else and will leave the registry on its own.
+        loop {
+            let mut next = null_mut();
+            {
+                let list = DEVICES.lock();
+                for &d in list.devs.iter().filter(|d| **d != 0) {
+                    let dev = d as *mut sys::ib_device;
+                    // SAFETY: `dev` is live (see above) and the registry lock
+                    // keeps `dealloc_driver` from completing meanwhile.
+                    if unsafe { sys::rroce_helper_ib_device_try_get(dev) } != 0 {
+                        next = dev;
+                        break;
+                    }
+                }
+            }
+            if next.is_null() {
+                break;
+            }
+            // SAFETY: we hold a reference taken above, which this consumes.
+            unsafe { sys::ib_unregister_device_and_put(next) };
+        }
+        // SAFETY: plain function call; waits for queued unregistrations.
+        unsafe { sys::rroce_helper_flush_unregistrations() };
+        if !DEVICES.lock().is_empty() {
+            pr_warn!("devices still registered at unload\n");
+        }
+    }
+}
+
+/// Converts a kernel `Result` into the C convention of the RDMA core.
+fn to_c(r: Result) -> c_int {
+    match r {
+        Ok(()) => 0,
+        Err(e) => e.to_errno(),
+    }
+}
+
+/// `enum ib_mtu` for a netdev MTU, as the RDMA core defines it: the room
+/// left after the largest RoCEv2 headers, rounded down to an IB MTU and
+/// clamped to 256..=4096.
+fn ib_mtu_for_netdev_mtu(mtu: u32) -> sys::ib_mtu {
+    // GRH (40) + UDP (8) + BTH (12) + XRC ETH (4) + AtomicETH (28) + ICRC (4).
+    const OVERHEAD: u32 = 96;
+    match mtu.saturating_sub(OVERHEAD) {
+        4096.. => sys::ib_mtu_IB_MTU_4096,
+        2048.. => sys::ib_mtu_IB_MTU_2048,
+        1024.. => sys::ib_mtu_IB_MTU_1024,
+        512.. => sys::ib_mtu_IB_MTU_512,
+        _ => sys::ib_mtu_IB_MTU_256,
+    }
+}
+
+/// The EUI-64 node GUID derived from a MAC address, in network byte order.
+fn guid_from_mac(mac: &[u8; 6]) -> u64 {
+    let eui = [
+        mac[0] ^ 2,
+        mac[1],
+        mac[2],
+        0xff,
+        0xfe,
+        mac[3],
+        mac[4],
+        mac[5],
+    ];
+    u64::from_ne_bytes(eui)
+}
+
+impl RroceDev {
+    /// # Safety
+    ///
+    /// `ibdev` must be an `ib_device` allocated by [`newlink`] (so embedded
+    /// in a `RroceDev`) and alive for `'a`.
+    unsafe fn from_ib<'a>(ibdev: *mut sys::ib_device) -> &'a RroceDev {
+        // SAFETY: per the type invariant `ibdev` is the first field of a
+        // `RroceDev`, and the caller guarantees it is alive.
+        unsafe { &*ibdev.cast::<RroceDev>() }
+    }
+
+    fn set_mtu(&self, netdev_mtu: u32) {
+        self.active_mtu
+            .store(ib_mtu_for_netdev_mtu(netdev_mtu), Ordering::Relaxed);
+    }
+}
+
+/// Whether `ibdev` is one of rroce's devices (and not, say, rdma_rxe's,
+/// which shares the driver id).
+///
+/// # Safety
+///
+/// `ibdev` must point at a live `ib_device`.
+unsafe fn is_rroce(ibdev: *mut sys::ib_device) -> bool {
+    // SAFETY: the caller guarantees `ibdev` is live; `link_ops` is set before
+    // registration and never changes.
+    unsafe { (*ibdev).link_ops == LINK_OPS.get() }
+}
+
+/// Finds rroce's device on `ndev`, with a reference the caller must drop
+/// with `ib_device_put`.
+///
+/// # Safety
+///
+/// `ndev` must be a live netdev.
+unsafe fn device_of_netdev(ndev: *mut sys::net_device) -> Option<*mut sys::ib_device> {
+    // SAFETY: `ndev` is live per the caller.
+    let dev = unsafe { sys::ib_device_get_by_netdev(ndev, sys::rdma_driver_id_RDMA_DRIVER_RXE) };
+    if dev.is_null() {
+        return None;
+    }
+    // SAFETY: `dev` is referenced, so live.
+    if unsafe { is_rroce(dev) } {
+        Some(dev)
+    } else {
+        // SAFETY: drops the reference taken above.
+        unsafe { sys::ib_device_put(dev) };
+        None
+    }
+}
+
+unsafe extern "C" fn newlink(ibdev_name: *const c_char, ndev: *mut sys::net_device) -> c_int {
+    // SAFETY: the RDMA core passes a valid name and a referenced netdev.
+    to_c(unsafe { add_device(ibdev_name, ndev) })
+}
+
+/// Creates and registers an rroce device on `ndev`.
+///
+/// # Safety
+///
+/// `name` is a NUL-terminated string and `ndev` a referenced netdev, both
+/// valid for the duration of the call.
+unsafe fn add_device(name: *const c_char, ndev: *mut sys::net_device) -> Result {
+    // One RDMA device per netdev: rroce's, or rdma_rxe's (same driver id).
+    // SAFETY: `ndev` is valid per the caller.
+    let existing = unsafe { sys::ib_device_get_by_netdev(ndev, sys::rdma_driver_id_RDMA_DRIVER_RXE) };
+    if !existing.is_null() {
+        // SAFETY: drops the reference just taken.
+        unsafe { sys::ib_device_put(existing) };
+        pr_err!("netdev already has an RDMA device of this driver id\n");
+        return Err(EEXIST);
+    }
+
+    // SAFETY: allocates a zeroed `RroceDev` with an initialized `ib_device`
+    // at its start; `init_net` is the namespace rdma_rxe uses too.
+    let ibdev = unsafe { sys::_ib_alloc_device(size_of::<RroceDev>(), sys::rroce_helper_init_net()) };
+    if ibdev.is_null() {
+        return Err(ENOMEM);
+    }
+    // SAFETY: `ndev` is valid per the caller; `dev_addr` holds at least
+    // ETH_ALEN bytes for an Ethernet-like device, and `addr_len` says so.
+    let (mac, mtu) = unsafe {
+        let mut mac = [0u8; 6];
+        if (*ndev).addr_len >= 6 && !(*ndev).dev_addr.is_null() {
+            core::ptr::copy_nonoverlapping((*ndev).dev_addr, mac.as_mut_ptr(), 6);
+        }
+        (mac, (*ndev).mtu)
+    };
+
+    // SAFETY: `ibdev` was just allocated and is not yet visible to anyone.
+    unsafe {
+        let d = &mut *ibdev;
+        let desc = b"rroce\0";
+        for (dst, src) in d.node_desc.iter_mut().zip(desc.iter()) {
+            *dst = *src;
+        }
+        d.node_type = sys::RDMA_NODE_IB_CA as _;
+        d.phys_port_cnt = 1;
+        d.num_comp_vectors = sys::rroce_helper_num_possible_cpus() as c_int;
+        d.local_dma_lkey = 0;
+        d.node_guid = guid_from_mac(&mac);
+        d.uverbs_cmd_mask |= (1u64 << sys::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_POST_SEND)
+            | (1u64 << sys::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_REQ_NOTIFY_CQ);
+        d.link_ops = LINK_OPS.get();
+        RroceDev::from_ib(ibdev).set_mtu(mtu);
+        let ops = device_ops();
+        sys::ib_set_device_ops(ibdev, &ops);
+    }
+
+    // SAFETY: `ibdev` and `ndev` are valid; port 1 exists.
+    let err = unsafe { sys::ib_device_set_netdev(ibdev, ndev, 1) };
+    if err != 0 {
+        // SAFETY: never registered, so we still own it.
+        unsafe { sys::ib_dealloc_device(ibdev) };
+        return Err(Error::from_errno(err));
+    }
+    if let Err(e) = DEVICES.lock().insert(ibdev) {
+        // SAFETY: never registered, so we still own it.
+        unsafe { sys::ib_dealloc_device(ibdev) };
+        pr_err!("too many rroce devices (at most {})\n", MAX_DEVICES);
+        return Err(e);
+    }
+    // SAFETY: fully initialized above; a NULL DMA device means virtual DMA.
+    let err = unsafe { sys::ib_register_device(ibdev, name, null_mut()) };
+    if err != 0 {
+        // On failure the core has not called `dealloc_driver`.
+        DEVICES.lock().remove(ibdev);
+        // SAFETY: registration failed, so we still own it.
+        unsafe { sys::ib_dealloc_device(ibdev) };
+        return Err(Error::from_errno(err));
+    }
+    Ok(())
+}
+
+unsafe extern "C" fn dellink(_ibdev: *mut sys::ib_device) -> c_int {
+    // Nothing beyond what unregistration does; the core unregisters next.
+    0
+}
+
+unsafe extern "C" fn dealloc_driver(ibdev: *mut sys::ib_device) {
+    // The core frees the memory after this returns.
+    DEVICES.lock().remove(ibdev);
+}
+
+unsafe extern "C" fn netdev_event(
+    _nb: *mut sys::notifier_block,
+    event: c_ulong,
+    info: *mut c_void,
+) -> c_int {
+    // SAFETY: netdev notifiers receive a `netdev_notifier_info`.
+    let ndev = unsafe { sys::rroce_helper_notifier_info_to_dev(info) };
+    // SAFETY: the netdev is live for the duration of the notification.
+    let Some(ibdev) = (unsafe { device_of_netdev(ndev) }) else {
+        return sys::NOTIFY_OK as c_int;
+    };
+    match event as c_uint {
+        sys::netdev_cmd_NETDEV_UNREGISTER => {
+            // SAFETY: `ibdev` is referenced; queued because RTNL is held.
+            unsafe { sys::ib_unregister_device_queued(ibdev) };
+        }
+        sys::netdev_cmd_NETDEV_CHANGEMTU => {
+            // SAFETY: `ibdev` is one of ours and referenced; `ndev` is live.
+            unsafe { RroceDev::from_ib(ibdev).set_mtu((*ndev).mtu) };
+        }
+        // Port state changes (UP/DOWN/CHANGE) are dispatched by the RDMA
+        // core's own netdev notifier from `query_port`'s state.
+        _ => {}
+    }
+    // SAFETY: drops the reference `device_of_netdev` took.
+    unsafe { sys::ib_device_put(ibdev) };
+    sys::NOTIFY_OK as c_int
+}
+
+/// The ops table handed to `ib_set_device_ops` (which copies it).
+fn device_ops() -> sys::ib_device_ops {
+    let mut ops = sys::ib_device_ops::default();
+    ops.owner = <crate::Rroce as ModuleMetadata>::THIS_MODULE.as_ptr().cast();
+    ops.driver_id = sys::rdma_driver_id_RDMA_DRIVER_RXE;
+    ops.uverbs_abi_ver = UVERBS_ABI_VERSION;
+    // `uverbs_no_driver_id_binding` stays 0: librxe binds by driver id.
+    ops.dealloc_driver = Some(dealloc_driver);
+    ops.query_device = Some(query_device);
+    ops.query_port = Some(query_port);
+    ops.get_port_immutable = Some(get_port_immutable);
+    ops.get_link_layer = Some(get_link_layer);
+    ops.query_pkey = Some(query_pkey);
+    ops.alloc_ucontext = Some(alloc_ucontext);
+    ops.dealloc_ucontext = Some(dealloc_ucontext);
+    ops.alloc_pd = Some(alloc_pd);
+    ops.dealloc_pd = Some(dealloc_pd);
+    ops.size_ib_ucontext = size_of::<RroceUcontext>();
+    ops.size_ib_pd = size_of::<RrocePd>();
+    ops
+}
+
+/// Whether a udata carries anything (rroce's query verbs take none).
+///
+/// # Safety
+///
+/// `udata` is null or valid.
+unsafe fn udata_nonempty(udata: *mut sys::ib_udata) -> bool {
+    // SAFETY: checked for null; valid per the caller.
+    !udata.is_null() && unsafe { (*udata).inlen != 0 || (*udata).outlen != 0 }
+}
+
+unsafe extern "C" fn query_device(
+    _ibdev: *mut sys::ib_device,
+    attr: *mut sys::ib_device_attr,
+    udata: *mut sys::ib_udata,
+) -> c_int {
+    // SAFETY: the core passes null or a valid udata.
+    if unsafe { udata_nonempty(udata) } {
+        return EINVAL.to_errno();
+    }
+    // SAFETY: the core passes a valid, zeroed attribute struct.
+    let a = unsafe { &mut *attr };
+    a.fw_ver = 0;
+    a.max_mr_size = u64::MAX;
+    a.page_size_cap = limits::PAGE_SIZE_CAP;
+    a.vendor_id = limits::VENDOR_ID;
+    a.vendor_part_id = 0;
+    a.hw_ver = 0;
+    a.max_qp = limits::MAX_QP;
+    a.max_qp_wr = limits::MAX_QP_WR;
+    a.device_cap_flags = (sys::ib_device_cap_flags_IB_DEVICE_BAD_PKEY_CNTR
+        | sys::ib_device_cap_flags_IB_DEVICE_BAD_QKEY_CNTR
+        | sys::ib_device_cap_flags_IB_DEVICE_SYS_IMAGE_GUID
+        | sys::ib_device_cap_flags_IB_DEVICE_RC_RNR_NAK_GEN
+        | sys::ib_device_cap_flags_IB_DEVICE_SRQ_RESIZE) as u64;
+    // `rdma link del` may unregister the device.
+    a.kernel_cap_flags = sys::ib_kernel_cap_flags_IBK_ALLOW_USER_UNREG as u64;
+    a.max_send_sge = limits::MAX_SGE;
+    a.max_recv_sge = limits::MAX_SGE;
+    a.max_sge_rd = limits::MAX_SGE_RD;
+    a.max_cq = limits::MAX_CQ;
+    a.max_cqe = limits::MAX_CQE;
+    a.max_mr = limits::MAX_MR;
+    a.max_pd = limits::MAX_PD;
+    a.max_qp_rd_atom = limits::MAX_QP_RD_ATOM;
+    a.max_res_rd_atom = limits::MAX_RES_RD_ATOM;
+    a.max_qp_init_rd_atom = limits::MAX_QP_RD_ATOM;
+    a.atomic_cap = sys::ib_atomic_cap_IB_ATOMIC_HCA;
+    a.max_srq = limits::MAX_SRQ;
+    a.max_srq_wr = limits::MAX_SRQ_WR;
+    a.max_srq_sge = limits::MAX_SGE;
+    a.max_ah = limits::MAX_AH;
+    a.max_mw = limits::MAX_MW;
+    a.max_fast_reg_page_list_len = limits::MAX_FAST_REG_PAGES;
+    a.max_pkeys = limits::MAX_PKEYS;
+    a.local_ca_ack_delay = limits::LOCAL_CA_ACK_DELAY;
+    0
+}
+
+unsafe extern "C" fn query_port(
+    ibdev: *mut sys::ib_device,
+    port: u32,
+    attr: *mut sys::ib_port_attr,
+) -> c_int {
+    if port != 1 {
+        return EINVAL.to_errno();
+    }
+    // SAFETY: the core passes one of our devices and a valid, zeroed attr.
+    let (dev, a) = unsafe { (RroceDev::from_ib(ibdev), &mut *attr) };
+    a.max_mtu = sys::ib_mtu_IB_MTU_4096;
+    a.active_mtu = dev.active_mtu.load(Ordering::Relaxed);
+    a.gid_tbl_len = limits::GID_TABLE_LEN;
+    // IB_PORT_CM_SUP, which the uapi spells IB_UVERBS_PCF_CM_SUP.
+    a.port_cap_flags = sys::ib_uverbs_query_port_cap_flags_IB_UVERBS_PCF_CM_SUP;
+    a.max_msg_sz = limits::MAX_MSG_SZ;
+    a.pkey_tbl_len = limits::MAX_PKEYS;
+    a.max_vl_num = 1;
+    a.lid = 0;
+    a.sm_lid = 0;
+    a.state = sys::ib_port_state_IB_PORT_DOWN;
+    a.phys_state = sys::ib_port_phys_state_IB_PORT_PHYS_STATE_DISABLED as u8;
+    // SAFETY: `ibdev` is valid; the returned netdev (if any) is referenced.
+    let ndev = unsafe { sys::ib_device_get_netdev(ibdev, 1) };
+    if !ndev.is_null() {
+        // SAFETY: `ndev` is referenced until the `dev_put` below.
+        unsafe {
+            let state = sys::rroce_helper_port_state(ndev) as sys::ib_port_state;
+            a.state = state;
+            a.phys_state = if state == sys::ib_port_state_IB_PORT_ACTIVE {
+                sys::ib_port_phys_state_IB_PORT_PHYS_STATE_LINK_UP as u8
+            } else if sys::rroce_helper_netdev_is_up(ndev) != 0 {
+                sys::ib_port_phys_state_IB_PORT_PHYS_STATE_POLLING as u8
+            } else {
+                sys::ib_port_phys_state_IB_PORT_PHYS_STATE_DISABLED as u8
+            };
+            a.phys_mtu = (*ndev).mtu;
+            sys::rroce_helper_dev_put(ndev);
+        }
+    }
+    // SAFETY: `ibdev` is valid and has port 1.
+    unsafe { sys::ib_get_eth_speed(ibdev, 1, &mut a.active_speed, &mut a.active_width) }
+}
+
+unsafe extern "C" fn get_port_immutable(
+    ibdev: *mut sys::ib_device,
+    port: u32,
+    immutable: *mut sys::ib_port_immutable,
+) -> c_int {
+    let mut attr = sys::ib_port_attr::default();
+    // SAFETY: forwards the core's valid arguments.
+    let err = unsafe { query_port(ibdev, port, &mut attr) };
+    if err != 0 {
+        return err;
+    }
+    // SAFETY: the core passes a valid struct to fill.
+    let im = unsafe { &mut *immutable };
+    im.pkey_tbl_len = c_int::from(attr.pkey_tbl_len);
+    im.gid_tbl_len = attr.gid_tbl_len;
+    im.core_cap_flags = sys::RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP;
+    im.max_mad_size = IB_MGMT_MAD_SIZE;
+    0
+}
+
+unsafe extern "C" fn get_link_layer(_ibdev: *mut sys::ib_device, _port: u32) -> sys::rdma_link_layer {
+    sys::rdma_link_layer_IB_LINK_LAYER_ETHERNET
+}
+
+unsafe extern "C" fn query_pkey(
+    _ibdev: *mut sys::ib_device,
+    _port: u32,
+    index: u16,
+    pkey: *mut u16,
+) -> c_int {
+    if index != 0 {
+        return EINVAL.to_errno();
+    }
+    // SAFETY: the core passes a valid output pointer.
+    unsafe { *pkey = 0xffff };
+    0
+}
+
+unsafe extern "C" fn alloc_ucontext(_uctx: *mut sys::ib_ucontext, _udata: *mut sys::ib_udata) -> c_int {
+    0
+}
+
+unsafe extern "C" fn dealloc_ucontext(_uctx: *mut sys::ib_ucontext) {}
+
+unsafe extern "C" fn alloc_pd(_pd: *mut sys::ib_pd, _udata: *mut sys::ib_udata) -> c_int {
+    0
+}
+
+unsafe extern "C" fn dealloc_pd(_pd: *mut sys::ib_pd, _udata: *mut sys::ib_udata) -> c_int {
+    0
+}
+
+/// Pure helpers, tested by KUnit.
+pub(crate) mod selftest {
+    /// The netdev MTU → IB MTU mapping matches the RDMA core's.
+    pub(crate) fn mtu_mapping() -> Result<(), &'static str> {
+        use super::{ib_mtu_for_netdev_mtu as f, sys};
+        let cases = [
+            (1500, sys::ib_mtu_IB_MTU_1024),
+            (9000, sys::ib_mtu_IB_MTU_4096),
+            (4192, sys::ib_mtu_IB_MTU_4096),
+            (4191, sys::ib_mtu_IB_MTU_2048),
+            (1120, sys::ib_mtu_IB_MTU_1024),
+            (1119, sys::ib_mtu_IB_MTU_512),
+            (68, sys::ib_mtu_IB_MTU_256),
+            (0, sys::ib_mtu_IB_MTU_256),
+        ];
+        for (mtu, want) in cases {
+            if f(mtu) != want {
+                return Err("netdev MTU maps to the wrong IB MTU");
+            }
+        }
+        Ok(())
+    }
+
+    /// The node GUID is the modified EUI-64 of the MAC.
+    pub(crate) fn guid_eui64() -> Result<(), &'static str> {
+        let g = super::guid_from_mac(&[0x02, 0x11, 0x22, 0x33, 0x44, 0x55]);
+        if g.to_ne_bytes() != [0x00, 0x11, 0x22, 0xff, 0xfe, 0x33, 0x44, 0x55] {
+            return Err("EUI-64 GUID is wrong");
+        }
+        Ok(())
+    }
+}
