@@ -10,7 +10,7 @@ SHELL := /bin/bash
 KDIR ?=
 export KDIR
 
-.PHONY: all deps kernel module host-test vm check demo fuzz loom clippy fmt fmt-check uapi-check clean
+.PHONY: all deps kernel module samples host-test vm check demo fuzz loom clippy fmt fmt-check uapi-check clean
 
 all: module
 
@@ -22,6 +22,14 @@ kernel: deps
 
 module:
 	@scripts/build-module.sh
+
+# Userspace sample programs, built against the distribution's libibverbs and
+# rroce's uapi header.
+SAMPLES := $(patsubst samples/%.c,build/samples/%,$(wildcard samples/*.c))
+samples: $(SAMPLES)
+build/samples/%: samples/%.c $(wildcard uapi/rdma/*.h)
+	@mkdir -p $(dir $@)
+	@$(CC) -O2 -g -Wall -Wextra -Werror -std=gnu11 -Iuapi $< -libverbs -o $@
 
 host-test:
 	@cargo test --quiet

@@ -60,6 +60,9 @@ if ! scripts/build-module.sh; then
 fi
 ok
 
+step "userspace samples"
+if make -s samples; then ok; else bad samples-build; fi
+
 step "VM: KUnit + integration tests"
 RUN=$(mktemp -d "$RROCE_CACHE/vmrun/check.XXXXXX")
 export RROCE_VM_RUNDIR=$RUN

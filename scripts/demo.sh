@@ -9,4 +9,5 @@ cd "$RROCE_ROOT"
 scripts/deps.sh
 scripts/build-kernel.sh
 scripts/build-module.sh
+make -s samples
 exec scripts/vm.sh --timeout "${RROCE_DEMO_TIMEOUT:-900}" 'bash tests/demo/guest.sh'

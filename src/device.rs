@@ -35,7 +35,7 @@ use kernel::{
     ModuleMetadata, //
 };
 
-use crate::rdma::sys;
+use crate::{index::IndexAllocator, rdma::sys};
 
 /// The uverbs ABI version rdma-core's rxe provider expects (1..=2 on 64-bit).
 const UVERBS_ABI_VERSION: u32 = 2;
@@ -47,30 +47,32 @@ const IB_MGMT_MAD_SIZE: u32 = 256;
 const MAX_DEVICES: usize = 64;
 
 /// Honest device limits, modelled on rdma_rxe's (`rxe_param.h`).
-mod limits {
+pub(crate) mod limits {
     use kernel::ffi::c_int;
 
-    pub(super) const MAX_QP: u32 = 0x10000;
-    pub(super) const MAX_QP_WR: u32 = 0x4000;
-    pub(super) const MAX_SGE: u32 = 32;
-    pub(super) const MAX_SGE_RD: u32 = 32;
-    pub(super) const MAX_CQ: u32 = 0x4000;
-    pub(super) const MAX_CQE: u32 = (1 << 15) - 1;
-    pub(super) const MAX_MR: u32 = 0x4000;
-    pub(super) const MAX_PD: u32 = 0x7ffc;
-    pub(super) const MAX_QP_RD_ATOM: u32 = 128;
-    pub(super) const MAX_RES_RD_ATOM: u32 = 0x3f000;
-    pub(super) const MAX_SRQ: u32 = 0x4000;
-    pub(super) const MAX_SRQ_WR: u32 = 0x4000;
-    pub(super) const MAX_AH: u32 = 0x3fff;
-    pub(super) const MAX_MW: u32 = 0x4000;
-    pub(super) const MAX_FAST_REG_PAGES: u32 = 512;
-    pub(super) const MAX_PKEYS: u16 = 1;
-    pub(super) const LOCAL_CA_ACK_DELAY: u8 = 15;
-    pub(super) const MAX_MSG_SZ: u32 = 0x8000_0000;
-    pub(super) const GID_TABLE_LEN: c_int = 1024;
-    pub(super) const VENDOR_ID: u32 = 0x00ff_ffff;
-    pub(super) const PAGE_SIZE_CAP: u64 = 0xffff_f000;
+    pub(crate) const MAX_QP: u32 = 0x10000;
+    pub(crate) const MAX_QP_WR: u32 = 0x4000;
+    pub(crate) const MAX_SGE: u32 = 32;
+    pub(crate) const MAX_SGE_RD: u32 = 32;
+    pub(crate) const MAX_CQ: u32 = 0x4000;
+    pub(crate) const MAX_CQE: u32 = (1 << 15) - 1;
+    pub(crate) const MAX_MR: u32 = 0x4000;
+    pub(crate) const MAX_PD: u32 = 0x7ffc;
+    pub(crate) const MAX_QP_RD_ATOM: u32 = 128;
+    pub(crate) const MAX_RES_RD_ATOM: u32 = 0x3f000;
+    pub(crate) const MAX_SRQ: u32 = 0x4000;
+    pub(crate) const MAX_SRQ_WR: u32 = 0x4000;
+    pub(crate) const MAX_AH: u32 = 0x3fff;
+    pub(crate) const MAX_MW: u32 = 0x4000;
+    pub(crate) const MAX_FAST_REG_PAGES: u32 = 512;
+    pub(crate) const MAX_PKEYS: u16 = 1;
+    pub(crate) const LOCAL_CA_ACK_DELAY: u8 = 15;
+    pub(crate) const MAX_MSG_SZ: u32 = 0x8000_0000;
+    pub(crate) const GID_TABLE_LEN: c_int = 1024;
+    pub(crate) const VENDOR_ID: u32 = 0x00ff_ffff;
+    pub(crate) const PAGE_SIZE_CAP: u64 = 0xffff_f000;
+    /// Bitmap words of the AH and MR index allocators: 256 * 64 = 16384.
+    pub(crate) const ID_WORDS: usize = 256;
 }
 
 /// An rroce RDMA device.
@@ -86,6 +88,11 @@ pub(crate) struct RroceDev {
     ibdev: sys::ib_device,
     /// Active path MTU as an `enum ib_mtu`, following the netdev's MTU.
     active_mtu: AtomicU32,
+    /// AH numbers (`rxe_create_ah_resp.ah_num`); written in place by
+    /// `add_device` before registration.
+    pub(crate) ah_ids: IndexAllocator<{ limits::ID_WORDS }>,
+    /// MR indices (the upper 24 bits of lkeys and rkeys).
+    pub(crate) mr_ids: IndexAllocator<{ limits::ID_WORDS }>,
 }
 
 /// The objects whose size the core must know. Each starts with the core's
@@ -265,7 +272,7 @@ impl RroceDev {
     ///
     /// `ibdev` must be an `ib_device` allocated by [`newlink`] (so embedded
     /// in a `RroceDev`) and alive for `'a`.
-    unsafe fn from_ib<'a>(ibdev: *mut sys::ib_device) -> &'a RroceDev {
+    pub(crate) unsafe fn from_ib<'a>(ibdev: *mut sys::ib_device) -> &'a RroceDev {
         // SAFETY: per the type invariant `ibdev` is the first field of a
         // `RroceDev`, and the caller guarantees it is alive.
         unsafe { &*ibdev.cast::<RroceDev>() }
@@ -364,6 +371,9 @@ unsafe fn add_device(name: *const c_char, ndev: *mut sys::net_device) -> Result 
         d.uverbs_cmd_mask |= (1u64 << sys::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_POST_SEND)
             | (1u64 << sys::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_REQ_NOTIFY_CQ);
         d.link_ops = LINK_OPS.get();
+        let rdev = ibdev.cast::<RroceDev>();
+        core::ptr::addr_of_mut!((*rdev).ah_ids).write(IndexAllocator::new());
+        core::ptr::addr_of_mut!((*rdev).mr_ids).write(IndexAllocator::new());
         RroceDev::from_ib(ibdev).set_mtu(mtu);
         let ops = device_ops();
         sys::ib_set_device_ops(ibdev, &ops);
@@ -450,6 +460,22 @@ fn device_ops() -> sys::ib_device_ops {
     ops.dealloc_ucontext = Some(dealloc_ucontext);
     ops.alloc_pd = Some(alloc_pd);
     ops.dealloc_pd = Some(dealloc_pd);
+    ops.mmap = Some(crate::rdma::mmap::mmap);
+    ops.mmap_free = Some(crate::rdma::mmap::mmap_free);
+    ops.create_ah = Some(crate::ah::create_ah);
+    ops.create_user_ah = Some(crate::ah::create_ah);
+    ops.destroy_ah = Some(crate::ah::destroy_ah);
+    ops.get_dma_mr = Some(crate::mr::get_dma_mr);
+    ops.reg_user_mr = Some(crate::mr::reg_user_mr);
+    ops.dereg_mr = Some(crate::mr::dereg_mr);
+    ops.size_ib_ah = size_of::<crate::ah::RroceAh>();
+    ops.create_cq = Some(crate::cq::create_cq);
+    ops.create_user_cq = Some(crate::cq::create_cq);
+    ops.destroy_cq = Some(crate::cq::destroy_cq);
+    ops.resize_user_cq = Some(crate::cq::resize_cq);
+    ops.poll_cq = Some(crate::cq::poll_cq);
+    ops.req_notify_cq = Some(crate::cq::req_notify_cq);
+    ops.size_ib_cq = size_of::<crate::cq::RroceCq>();
     ops.size_ib_ucontext = size_of::<RroceUcontext>();
     ops.size_ib_pd = size_of::<RrocePd>();
     ops

@@ -33,3 +33,39 @@ mod device {
         run("guid_eui64", t::guid_eui64())
     }
 }
+
+#[kunit_tests(rroce_objects)]
+mod objects {
+    use super::run;
+    use kernel::prelude::*;
+
+    #[test]
+    fn index_exhaust_and_refill() -> Result {
+        run("index_exhaust_and_refill", crate::index::selftest::exhaust_and_refill())
+    }
+
+    #[test]
+    fn index_bad_free() -> Result {
+        run("index_bad_free", crate::index::selftest::bad_free())
+    }
+
+    #[test]
+    fn cq_limits() -> Result {
+        run("cq_limits", crate::cq::selftest::cqe_limits())
+    }
+
+    #[test]
+    fn cq_resize_keeps_completions() -> Result {
+        run("cq_resize_keeps_completions", crate::cq::selftest::resize_keeps_completions())
+    }
+
+    #[test]
+    fn cq_hostile_consumer_index() -> Result {
+        run("cq_hostile_consumer_index", crate::cq::selftest::hostile_consumer_index())
+    }
+
+    #[test]
+    fn mr_access_rules() -> Result {
+        run("mr_access_rules", crate::mr::selftest::access_rules())
+    }
+}

@@ -9,9 +9,14 @@
 use kernel::prelude::*;
 
 // pub mod abi;
+mod ah;
+mod cq;
 mod device;
 // pub mod engine;
+#[path = "engine/index.rs"]
+pub mod index;
 mod kunit;
+mod mr;
 mod rdma;
 
 module! {

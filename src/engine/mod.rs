@@ -8,6 +8,7 @@
 //! property tests, fuzzing, loom). Kernel glue lives outside `src/engine/`.
 
 pub mod icrc;
+pub mod index;
 pub mod notify;
 pub mod psn;
 pub mod ring;

@@ -3,7 +3,10 @@
  * rroce C helpers: wrappers for static inline functions Rust cannot call.
  */
 #include <linux/netdevice.h>
+#include <linux/vmalloc.h>
+#include <linux/mm.h>
 #include <rdma/ib_verbs.h>
+#include <rdma/uverbs_ioctl.h>
 #include "helpers.h"
 
 int rroce_helper_copy_to_udata(struct ib_udata *udata, void *src, size_t len)
@@ -60,4 +63,57 @@ void rroce_helper_flush_unregistrations(void)
 {
 	/* ib_unregister_device_queued() runs on system_unbound_wq. */
 	flush_workqueue(system_unbound_wq);
+}
+
+void *rroce_helper_vmalloc_user(unsigned long size)
+{
+	return vmalloc_user(size);
+}
+
+void rroce_helper_vfree(const void *addr)
+{
+	vfree(addr);
+}
+
+int rroce_helper_remap_vmalloc(struct vm_area_struct *vma, void *addr)
+{
+	return remap_vmalloc_range(vma, addr, 0);
+}
+
+unsigned long rroce_helper_vma_len(struct vm_area_struct *vma)
+{
+	return vma->vm_end - vma->vm_start;
+}
+
+void rroce_helper_vma_set_ops(struct vm_area_struct *vma,
+			      const struct vm_operations_struct *ops, void *priv)
+{
+	vma->vm_ops = ops;
+	vma->vm_private_data = priv;
+}
+
+void *rroce_helper_vma_private(struct vm_area_struct *vma)
+{
+	return vma->vm_private_data;
+}
+
+void rroce_helper_mmap_entry_get(struct rdma_user_mmap_entry *entry)
+{
+	kref_get(&entry->ref);
+}
+
+struct ib_udata *rroce_helper_attrs_udata(struct uverbs_attr_bundle *attrs)
+{
+	return attrs ? &attrs->driver_udata : NULL;
+}
+
+u64 rroce_helper_mmap_offset(struct rdma_user_mmap_entry *entry)
+{
+	return rdma_user_mmap_get_offset(entry);
+}
+
+struct ib_ucontext *rroce_helper_udata_ucontext(struct ib_udata *udata)
+{
+	return udata ? container_of(udata, struct uverbs_attr_bundle, driver_udata)->context :
+		       NULL;
 }

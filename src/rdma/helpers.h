@@ -8,7 +8,9 @@
 #define RROCE_HELPERS_H
 
 struct ib_device;
+struct vm_operations_struct;
 struct ib_udata;
+struct ib_ucontext;
 struct net_device;
 
 int rroce_helper_copy_to_udata(struct ib_udata *udata, void *src, size_t len);
@@ -26,5 +28,24 @@ unsigned int rroce_helper_num_possible_cpus(void);
 int rroce_helper_ib_device_try_get(struct ib_device *dev);
 /* Wait for ib_unregister_device_queued() work to finish. */
 void rroce_helper_flush_unregistrations(void);
+
+struct vm_area_struct;
+struct rdma_user_mmap_entry;
+struct uverbs_attr_bundle;
+
+/* vmalloc_user(): zeroed, page-aligned, VM_USERMAP memory for mmap. */
+void *rroce_helper_vmalloc_user(unsigned long size);
+void rroce_helper_vfree(const void *addr);
+int rroce_helper_remap_vmalloc(struct vm_area_struct *vma, void *addr);
+unsigned long rroce_helper_vma_len(struct vm_area_struct *vma);
+void rroce_helper_vma_set_ops(struct vm_area_struct *vma,
+			      const struct vm_operations_struct *ops, void *priv);
+void *rroce_helper_vma_private(struct vm_area_struct *vma);
+void rroce_helper_mmap_entry_get(struct rdma_user_mmap_entry *entry);
+/* The driver udata of a uverbs call, or NULL for kernel callers. */
+struct ib_udata *rroce_helper_attrs_udata(struct uverbs_attr_bundle *attrs);
+/* The ucontext of a uverbs call (rdma_udata_to_drv_context), or NULL. */
+struct ib_ucontext *rroce_helper_udata_ucontext(struct ib_udata *udata);
+u64 rroce_helper_mmap_offset(struct rdma_user_mmap_entry *entry);
 
 #endif

@@ -3,4 +3,5 @@
 //! Glue to the kernel's RDMA core: raw bindings and the small safe
 //! abstractions rroce builds on them.
 
+pub(crate) mod mmap;
 pub(crate) mod sys;

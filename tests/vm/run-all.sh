@@ -13,5 +13,9 @@ done
 echo "== unload"
 if module_loaded rroce; then
 	check module.rmmod rmmod rroce
+	check module.devices_gone_after_rmmod sh -c "! rdma link | grep -q rroce"
 fi
+ip netns del ns0 2>/dev/null
+ip netns del ns1 2>/dev/null
+ip link del dum1 2>/dev/null
 exit 0

@@ -1,0 +1,155 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * rroce_objects: open an RDMA device through the stock libibverbs (its rxe
+ * provider drives rroce), create and tear down the verbs objects rroce
+ * implements, check misuse is refused with the right errno, and print what
+ * happened. Exit status 0 only if every step behaved.
+ *
+ *   rroce_objects [-d DEVICE] [-g GID_INDEX]
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <infiniband/verbs.h>
+
+#include <rdma/rroce-abi.h>
+
+static int failures;
+
+#define STEP(ok, ...)                                                 \
+	do {                                                          \
+		int _ok = (ok);                                       \
+		printf("%s ", _ok ? "  ok  " : "  FAIL");             \
+		printf(__VA_ARGS__);                                  \
+		printf("\n");                                         \
+		if (!_ok)                                             \
+			failures++;                                   \
+	} while (0)
+
+static struct ibv_context *open_dev(const char *name)
+{
+	struct ibv_device **list = ibv_get_device_list(NULL);
+	struct ibv_context *ctx = NULL;
+
+	for (int i = 0; list && list[i]; i++)
+		if (!name || !strcmp(ibv_get_device_name(list[i]), name)) {
+			ctx = ibv_open_device(list[i]);
+			break;
+		}
+	ibv_free_device_list(list);
+	return ctx;
+}
+
+int main(int argc, char **argv)
+{
+	const char *devname = "rroce0";
+	int gid_index = 1, opt;
+
+	while ((opt = getopt(argc, argv, "d:g:")) != -1) {
+		if (opt == 'd')
+			devname = optarg;
+		else if (opt == 'g')
+			gid_index = atoi(optarg);
+		else
+			return 2;
+	}
+
+	struct ibv_context *ctx = open_dev(devname);
+	STEP(ctx != NULL, "open %s", devname);
+	if (!ctx)
+		return 1;
+
+	struct ibv_device_attr dattr;
+	STEP(ibv_query_device(ctx, &dattr) == 0, "query_device: max_cqe %d max_mr %d", dattr.max_cqe,
+	     dattr.max_mr);
+	STEP(dattr.max_cqe == RROCE_MAX_CQE, "max_cqe matches the uapi header (%d)", RROCE_MAX_CQE);
+	struct ibv_port_attr pattr;
+	STEP(ibv_query_port(ctx, 1, &pattr) == 0 && pattr.state == IBV_PORT_ACTIVE &&
+		     pattr.link_layer == IBV_LINK_LAYER_ETHERNET,
+	     "query_port: ACTIVE, Ethernet, active_mtu %d", 128 << pattr.active_mtu);
+
+	struct ibv_pd *pd = ibv_alloc_pd(ctx);
+	STEP(pd != NULL, "alloc_pd");
+
+	/* Memory regions. */
+	size_t len = 1 << 20;
+	char *buf = aligned_alloc(4096, len);
+	memset(buf, 0x5a, len);
+	struct ibv_mr *mr = ibv_reg_mr(pd, buf, len,
+				       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+					       IBV_ACCESS_REMOTE_READ);
+	STEP(mr != NULL, "reg_mr 1 MiB: lkey 0x%x rkey 0x%x", mr ? mr->lkey : 0, mr ? mr->rkey : 0);
+	errno = 0;
+	struct ibv_mr *bad = ibv_reg_mr(pd, buf, len, IBV_ACCESS_REMOTE_WRITE);
+	STEP(bad == NULL && errno == EINVAL, "reg_mr remote write without local write: %s",
+	     strerror(errno));
+	errno = 0;
+	bad = ibv_reg_mr(pd, buf, len, 1u << 28);
+	STEP(bad == NULL && errno == EINVAL, "reg_mr with an unknown access flag: %s",
+	     strerror(errno));
+
+	/* Address handle through the GID table. */
+	union ibv_gid gid;
+	STEP(ibv_query_gid(ctx, 1, gid_index, &gid) == 0, "query_gid index %d", gid_index);
+	struct ibv_ah_attr ah_attr = {
+		.is_global = 1,
+		.port_num = 1,
+		.grh = { .dgid = gid, .sgid_index = gid_index, .hop_limit = 64 },
+	};
+	struct ibv_ah *ah = ibv_create_ah(pd, &ah_attr);
+	STEP(ah != NULL, "create_ah to our own GID");
+	ah_attr.is_global = 0;
+	errno = 0;
+	struct ibv_ah *bad_ah = ibv_create_ah(pd, &ah_attr);
+	STEP(bad_ah == NULL, "create_ah without GRH refused: %s", strerror(errno));
+
+	/* Completion queues. */
+	struct ibv_comp_channel *ch = ibv_create_comp_channel(ctx);
+	STEP(ch != NULL, "create_comp_channel");
+	struct ibv_cq *cq = ibv_create_cq(ctx, 100, NULL, ch, 0);
+	STEP(cq != NULL, "create_cq 100: got %d entries", cq ? cq->cqe : 0);
+	errno = 0;
+	struct ibv_cq *bad_cq = ibv_create_cq(ctx, 0, NULL, NULL, 0);
+	STEP(bad_cq == NULL && errno == EINVAL, "create_cq 0 refused: %s", strerror(errno));
+	errno = 0;
+	bad_cq = ibv_create_cq(ctx, dattr.max_cqe + 1, NULL, NULL, 0);
+	STEP(bad_cq == NULL && errno == EINVAL, "create_cq above max_cqe refused: %s",
+	     strerror(errno));
+	errno = 0;
+	bad_cq = ibv_create_cq(ctx, 16, NULL, NULL, ctx->num_comp_vectors);
+	STEP(bad_cq == NULL, "create_cq with comp_vector %d out of range refused: %s",
+	     ctx->num_comp_vectors, strerror(errno));
+
+	if (cq) {
+		struct ibv_wc wc[4];
+		STEP(ibv_poll_cq(cq, 4, wc) == 0, "poll empty CQ: 0 completions");
+		STEP(ibv_resize_cq(cq, 1000) == 0 && cq->cqe >= 1000, "resize_cq to 1000: %d",
+		     cq->cqe);
+		STEP(ibv_poll_cq(cq, 4, wc) == 0, "poll resized CQ: 0 completions");
+		STEP(ibv_resize_cq(cq, 10) == 0 && cq->cqe >= 10, "resize_cq down to 10: %d",
+		     cq->cqe);
+		errno = 0;
+		int r = ibv_resize_cq(cq, dattr.max_cqe + 1);
+		STEP(r != 0, "resize_cq above max_cqe refused: %s", strerror(r));
+		STEP(ibv_req_notify_cq(cq, 0) == 0, "req_notify_cq (next completion)");
+		STEP(ibv_req_notify_cq(cq, 1) == 0, "req_notify_cq (solicited)");
+		struct pollfd pfd = { .fd = ch->fd, .events = POLLIN };
+		STEP(poll(&pfd, 1, 100) == 0, "no completion event without a completion");
+		STEP(ibv_destroy_cq(cq) == 0, "destroy_cq");
+	}
+	if (ch)
+		STEP(ibv_destroy_comp_channel(ch) == 0, "destroy_comp_channel");
+	if (ah)
+		STEP(ibv_destroy_ah(ah) == 0, "destroy_ah");
+	if (mr)
+		STEP(ibv_dereg_mr(mr) == 0, "dereg_mr");
+	if (pd)
+		STEP(ibv_dealloc_pd(pd) == 0, "dealloc_pd");
+	STEP(ibv_close_device(ctx) == 0, "close device");
+	free(buf);
+	printf("%s: %d failure(s)\n", argv[0], failures);
+	return failures ? 1 : 0;
+}

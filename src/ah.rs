@@ -1,0 +1,165 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Address handles.
+//!
+//! An AH records where a UD datagram goes: the destination GID and MAC, the
+//! source GID entry, and the IP header fields. Each AH gets a device-unique
+//! non-zero number that is returned to userspace (`rxe_create_ah_resp`);
+//! librxe then names the AH by that number in its UD send WQEs instead of
+//! copying the address vector into the WQE. Creation may happen in atomic
+//! context (kernel AHs without `RDMA_CREATE_AH_SLEEPABLE`), so it neither
+//! sleeps nor allocates.
+
+use kernel::{ffi::c_int, prelude::*};
+
+use crate::{device::RroceDev, rdma::sys};
+
+/// How the packets of an AH are encapsulated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum NetworkType {
+    /// RoCEv2 over IPv4 (the GID is an IPv4-mapped IPv6 address).
+    Ipv4,
+    /// RoCEv2 over IPv6.
+    Ipv6,
+}
+
+impl NetworkType {
+    /// The network type of a RoCEv2 GID.
+    pub(crate) fn of_gid(gid: &[u8; 16]) -> Self {
+        if gid[..10].iter().all(|b| *b == 0) && gid[10] == 0xff && gid[11] == 0xff {
+            NetworkType::Ipv4
+        } else {
+            NetworkType::Ipv6
+        }
+    }
+}
+
+/// The address vector of an AH, copied out of the core's attributes.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct AddressVector {
+    pub(crate) dgid: [u8; 16],
+    pub(crate) sgid: [u8; 16],
+    pub(crate) dmac: [u8; 6],
+    pub(crate) sgid_index: u8,
+    pub(crate) hop_limit: u8,
+    pub(crate) traffic_class: u8,
+    pub(crate) flow_label: u32,
+    pub(crate) sl: u8,
+    pub(crate) network: NetworkType,
+}
+
+/// rroce's AH: the core allocates it (`size_ib_ah`).
+///
+/// # Invariants
+///
+/// `ibah` is first, so the core's `*mut ib_ah` is a `*mut RroceAh`. `num`
+/// is 0 until `create_ah` succeeds and then the AH's allocated number.
+#[repr(C)]
+pub(crate) struct RroceAh {
+    ibah: sys::ib_ah,
+    num: u32,
+    av: core::mem::MaybeUninit<AddressVector>,
+}
+
+/// Copies and validates the core's attributes: RoCE needs a GRH with a
+/// resolved source GID entry.
+///
+/// # Safety
+///
+/// `attr` points at valid attributes whose `sgid_attr` (if non-null) is
+/// referenced for the duration of the call.
+pub(crate) unsafe fn av_from_attr(attr: *const sys::rdma_ah_attr) -> Result<AddressVector> {
+    // SAFETY: valid per the caller.
+    let a = unsafe { &*attr };
+    if a.type_ != sys::rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_ROCE
+        || u32::from(a.ah_flags) & sys::ib_ah_flags_IB_AH_GRH == 0
+        || a.grh.sgid_attr.is_null()
+    {
+        return Err(EINVAL);
+    }
+    // SAFETY: the union members are plain bytes; `sgid_attr` is referenced.
+    let (dgid, dmac, sgid, gid_type) = unsafe {
+        (
+            a.grh.dgid.raw,
+            a.__bindgen_anon_1.roce.dmac,
+            (*a.grh.sgid_attr).gid.raw,
+            (*a.grh.sgid_attr).gid_type,
+        )
+    };
+    if gid_type != sys::ib_gid_type_IB_GID_TYPE_ROCE_UDP_ENCAP {
+        // rroce speaks RoCEv2 only.
+        return Err(EINVAL);
+    }
+    Ok(AddressVector {
+        dgid,
+        sgid,
+        dmac,
+        sgid_index: a.grh.sgid_index,
+        hop_limit: a.grh.hop_limit,
+        traffic_class: a.grh.traffic_class,
+        flow_label: a.grh.flow_label,
+        sl: a.sl,
+        network: NetworkType::of_gid(&sgid),
+    })
+}
+
+/// The `create_ah` and `create_user_ah` ops.
+pub(crate) unsafe extern "C" fn create_ah(
+    ibah: *mut sys::ib_ah,
+    init: *mut sys::rdma_ah_init_attr,
+    udata: *mut sys::ib_udata,
+) -> c_int {
+    // SAFETY: the core passes valid arguments and an AH of our size.
+    match unsafe { create(ibah, init, udata) } {
+        Ok(()) => 0,
+        Err(e) => e.to_errno(),
+    }
+}
+
+/// # Safety
+///
+/// As for [`create_ah`].
+unsafe fn create(
+    ibah: *mut sys::ib_ah,
+    init: *mut sys::rdma_ah_init_attr,
+    udata: *mut sys::ib_udata,
+) -> Result {
+    // SAFETY: valid per the caller.
+    let av = unsafe { av_from_attr((*init).ah_attr)? };
+    // SAFETY: the AH belongs to one of our devices.
+    let dev = unsafe { RroceDev::from_ib((*ibah).device) };
+    let num = dev.ah_ids.alloc().map_err(|_| ENOMEM)?;
+    // SAFETY: the core allocated `ibah` with our size (type invariant).
+    let ah = unsafe { &mut *ibah.cast::<RroceAh>() };
+    ah.av.write(av);
+    ah.num = num;
+    if !udata.is_null() {
+        // SAFETY: checked for null.
+        let outlen = unsafe { (*udata).outlen };
+        if outlen >= 8 {
+            // `struct rxe_create_ah_resp { __u32 ah_num; __u32 reserved; }`
+            let mut resp = [0u8; 8];
+            resp[..4].copy_from_slice(&num.to_ne_bytes());
+            // SAFETY: `resp` is 8 readable bytes.
+            let err = unsafe { sys::rroce_helper_copy_to_udata(udata, resp.as_mut_ptr().cast(), 8) };
+            if err != 0 {
+                // The core will not call destroy_ah for a failed create.
+                let _ = dev.ah_ids.free(num);
+                ah.num = 0;
+                return Err(Error::from_errno(err));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The `destroy_ah` op.
+pub(crate) unsafe extern "C" fn destroy_ah(ibah: *mut sys::ib_ah, _flags: u32) -> c_int {
+    // SAFETY: the core passes one of our AHs, created successfully.
+    let (dev, ah) = unsafe { (RroceDev::from_ib((*ibah).device), &mut *ibah.cast::<RroceAh>()) };
+    if dev.ah_ids.free(ah.num).is_err() {
+        pr_warn!("destroying AH {} that was not allocated\n", ah.num);
+    }
+    ah.num = 0;
+    0
+}

@@ -1,0 +1,200 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Memory regions.
+//!
+//! A DMA MR covers all of kernel memory (kernel consumers' SGEs carry kernel
+//! virtual addresses, since rroce registers with no DMA device). A user MR
+//! pins the user's pages with `ib_umem_get` so the transport can reach them
+//! from any context. Keys are `index << 8 | key byte`, as in rxe; the
+//! access flags are recorded here and enforced by the transport.
+
+use core::sync::atomic::{AtomicU32, Ordering};
+
+use kernel::{ffi::c_int, prelude::*};
+
+use crate::{device::RroceDev, rdma::sys};
+
+/// The access flags an MR may carry (`IB_ACCESS_*` that rroce implements).
+const SUPPORTED_ACCESS: u32 = sys::ib_access_flags_IB_ACCESS_LOCAL_WRITE
+    | sys::ib_access_flags_IB_ACCESS_REMOTE_WRITE
+    | sys::ib_access_flags_IB_ACCESS_REMOTE_READ
+    | sys::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC
+    | sys::ib_access_flags_IB_ACCESS_MW_BIND
+    | sys::ib_access_flags_IB_ACCESS_RELAXED_ORDERING;
+
+/// Validates MR access flags: no unknown bits, and remote write or atomic
+/// access only together with local write (IBTA o10-36.2.1).
+pub(crate) fn check_access(access: u32) -> Result {
+    if access & !SUPPORTED_ACCESS != 0 {
+        return Err(EINVAL);
+    }
+    let remote_modify =
+        sys::ib_access_flags_IB_ACCESS_REMOTE_WRITE | sys::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC;
+    if access & remote_modify != 0 && access & sys::ib_access_flags_IB_ACCESS_LOCAL_WRITE == 0 {
+        return Err(EINVAL);
+    }
+    Ok(())
+}
+
+/// rroce's MR, allocated by rroce (the core does not allocate MRs).
+///
+/// # Invariants
+///
+/// `ibmr` is first, so the core's `*mut ib_mr` for an rroce MR is a
+/// `*mut RroceMr` allocated by [`new_mr`] with `KBox`. `umem` is null for a
+/// DMA MR, else a pinned umem owned by this MR.
+#[repr(C)]
+pub(crate) struct RroceMr {
+    ibmr: sys::ib_mr,
+    umem: *mut sys::ib_umem,
+    index: u32,
+    access: u32,
+}
+
+static KEY_SALT: AtomicU32 = AtomicU32::new(0);
+
+fn is_err_ptr<T>(p: *mut T) -> bool {
+    (p as usize) >= (-4095isize) as usize
+}
+
+/// Allocates an MR on `pd`; returns a pointer for the core or an error.
+///
+/// # Safety
+///
+/// `pd` is a live PD of an rroce device; `umem` is null or a pinned umem
+/// whose ownership passes to the MR.
+unsafe fn new_mr(
+    pd: *mut sys::ib_pd,
+    access: u32,
+    umem: *mut sys::ib_umem,
+    iova: u64,
+    length: u64,
+    mr_type: sys::ib_mr_type,
+) -> Result<*mut sys::ib_mr> {
+    // SAFETY: `pd` is live and belongs to one of our devices.
+    let dev = unsafe { RroceDev::from_ib((*pd).device) };
+    let index = dev.mr_ids.alloc().map_err(|_| ENOMEM)?;
+    // A key byte that changes between registrations of the same index.
+    let key = (index << 8) | (KEY_SALT.fetch_add(1, Ordering::Relaxed) & 0xff);
+    // SAFETY: an all-zero `ib_mr` is valid; the core fills its bookkeeping.
+    let mut ibmr: sys::ib_mr = unsafe { core::mem::zeroed() };
+    ibmr.lkey = key;
+    ibmr.rkey = key;
+    ibmr.iova = iova;
+    ibmr.length = length;
+    ibmr.type_ = mr_type;
+    let mr = match KBox::new(
+        RroceMr {
+            ibmr,
+            umem,
+            index,
+            access,
+        },
+        GFP_KERNEL,
+    ) {
+        Ok(b) => b,
+        Err(e) => {
+            // The index was never published.
+            let _ = dev.mr_ids.free(index);
+            return Err(e.into());
+        }
+    };
+    // INVARIANT: `ibmr` is first and the box is leaked to the core until
+    // `dereg_mr`.
+    Ok(KBox::into_raw(mr).cast())
+}
+
+fn err_ptr<T>(e: Error) -> *mut T {
+    e.to_ptr()
+}
+
+/// The `get_dma_mr` op.
+pub(crate) unsafe extern "C" fn get_dma_mr(pd: *mut sys::ib_pd, access: c_int) -> *mut sys::ib_mr {
+    let access = access as u32;
+    if let Err(e) = check_access(access) {
+        return err_ptr(e);
+    }
+    // SAFETY: the core passes a live PD of ours.
+    match unsafe { new_mr(pd, access, core::ptr::null_mut(), 0, u64::MAX, sys::ib_mr_type_IB_MR_TYPE_DMA) } {
+        Ok(p) => p,
+        Err(e) => err_ptr(e),
+    }
+}
+
+/// The `reg_user_mr` op: pins `[start, start + length)` of the caller.
+pub(crate) unsafe extern "C" fn reg_user_mr(
+    pd: *mut sys::ib_pd,
+    start: u64,
+    length: u64,
+    iova: u64,
+    access: c_int,
+    dmah: *mut sys::ib_dmah,
+    _udata: *mut sys::ib_udata,
+) -> *mut sys::ib_mr {
+    let access = access as u32;
+    if !dmah.is_null() {
+        return err_ptr(EOPNOTSUPP);
+    }
+    if let Err(e) = check_access(access) {
+        return err_ptr(e);
+    }
+    if length == 0 || start.checked_add(length).is_none() || iova.checked_add(length).is_none() {
+        return err_ptr(EINVAL);
+    }
+    // SAFETY: `pd` is a live PD of ours; `ib_umem_get_va` (spelled out, as
+    // it is a static inline) validates the user
+    // range itself and pins it.
+    let umem = unsafe { sys::ib_umem_get_attr_or_va((*pd).device, core::ptr::null(), 0, start, length as usize, access as c_int) };
+    if is_err_ptr(umem) {
+        return umem.cast();
+    }
+    // SAFETY: as above; the umem's ownership passes to the MR.
+    match unsafe { new_mr(pd, access, umem, iova, length, sys::ib_mr_type_IB_MR_TYPE_USER) } {
+        Ok(p) => p,
+        Err(e) => {
+            // SAFETY: pinned above and not handed to anyone.
+            unsafe { sys::ib_umem_release(umem) };
+            err_ptr(e)
+        }
+    }
+}
+
+/// The `dereg_mr` op.
+pub(crate) unsafe extern "C" fn dereg_mr(ibmr: *mut sys::ib_mr, _udata: *mut sys::ib_udata) -> c_int {
+    // SAFETY: every MR the core hands back was made by `new_mr` (type
+    // invariant); the core calls this once, after its last use.
+    let mr = unsafe { KBox::from_raw(ibmr.cast::<RroceMr>()) };
+    // SAFETY: the MR belongs to one of our devices.
+    let dev = unsafe { RroceDev::from_ib(mr.ibmr.device) };
+    if !mr.umem.is_null() {
+        // SAFETY: owned by the MR (type invariant).
+        unsafe { sys::ib_umem_release(mr.umem) };
+    }
+    if dev.mr_ids.free(mr.index).is_err() {
+        pr_warn!("MR index {} was not allocated\n", mr.index);
+    }
+    let _ = mr.access;
+    0
+}
+
+/// Checks of the pure parts, run by KUnit.
+pub(crate) mod selftest {
+    use super::{check_access, sys};
+
+    /// Access flag validation follows the IBTA rule and rejects unknown bits.
+    pub(crate) fn access_rules() -> Result<(), &'static str> {
+        let lw = sys::ib_access_flags_IB_ACCESS_LOCAL_WRITE;
+        let rw = sys::ib_access_flags_IB_ACCESS_REMOTE_WRITE;
+        let rr = sys::ib_access_flags_IB_ACCESS_REMOTE_READ;
+        let ra = sys::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC;
+        let ok = [0, lw, rr, lw | rw, lw | ra, lw | rw | rr | ra];
+        let bad = [rw, ra, rw | rr, 1 << 30];
+        if ok.iter().any(|a| check_access(*a).is_err()) {
+            return Err("valid access flags rejected");
+        }
+        if bad.iter().any(|a| check_access(*a).is_ok()) {
+            return Err("invalid access flags accepted");
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,240 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Queue buffers shared with userspace.
+//!
+//! A [`QueueBuf`] is zeroed, page-aligned `vmalloc_user` memory holding one
+//! ring (CQ, SQ, RQ or SRQ). For a user object it is also offered for
+//! `mmap` through an `rdma_user_mmap_entry`: the create verb returns the
+//! entry's offset and size (the rxe `mminfo`), the provider maps the uverbs
+//! file at that offset, and [`mmap`] (the device's `mmap` op) maps the pages.
+//!
+//! # Lifetime
+//!
+//! The memory is freed only when nobody can reach it any more: the owning
+//! object holds the entry's initial reference (dropped by
+//! `rdma_user_mmap_entry_remove` when the object is destroyed), and every
+//! VMA mapping it holds one more (taken in [`mmap`] and in the VMA `open`
+//! op, dropped in `close`). The last put calls the device's `mmap_free` op,
+//! [`mmap_free`], which frees the pages. So a process that keeps a ring
+//! mapped after destroying its CQ still maps valid (if now unused) memory.
+
+use core::ptr::{null_mut, NonNull};
+
+use kernel::{ffi::c_int, prelude::*};
+
+use super::sys;
+
+/// Page size of the architecture (x86-64).
+const PAGE_SIZE: usize = 4096;
+
+/// What the RDMA core tracks for one mappable buffer.
+///
+/// # Invariants
+///
+/// `entry` is the first field, so the `rdma_user_mmap_entry` pointers the
+/// core hands to [`mmap_free`] and that [`mmap`] gets back are pointers to
+/// a `MmapEntry` allocated by [`QueueBuf::new`]. `buf` is `vmalloc_user`
+/// memory of `size` bytes, owned by this entry.
+#[repr(C)]
+struct MmapEntry {
+    entry: sys::rdma_user_mmap_entry,
+    buf: *mut u8,
+    size: usize,
+}
+
+/// A ring buffer in kernel memory, possibly mapped by a user process.
+///
+/// # Invariants
+///
+/// `ptr` points at `size` bytes of zero-initialized `vmalloc_user` memory
+/// that stays valid while `self` lives. If `entry` is non-null the memory
+/// belongs to that entry (see the module docs) and `self` holds the entry's
+/// initial reference; otherwise `self` owns the memory.
+pub(crate) struct QueueBuf {
+    ptr: NonNull<u8>,
+    size: usize,
+    entry: *mut MmapEntry,
+}
+
+// SAFETY: the buffer is plain memory; concurrent access to its contents is
+// governed by the ring protocol, not by this handle.
+unsafe impl Send for QueueBuf {}
+// SAFETY: as above; `&QueueBuf` only exposes the address and size.
+unsafe impl Sync for QueueBuf {}
+
+/// Where userspace finds a buffer: the rxe `mminfo`.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct MmapInfo {
+    /// Offset to pass to `mmap` on the uverbs file.
+    pub(crate) offset: u64,
+    /// Size of the mapping in bytes (page-aligned).
+    pub(crate) size: u32,
+}
+
+impl QueueBuf {
+    /// Allocates `len` bytes (rounded up to pages), mappable by the process
+    /// owning `uctx` if it is non-null.
+    ///
+    /// # Safety
+    ///
+    /// `uctx` is null or the live ucontext of the object being created.
+    pub(crate) unsafe fn new(len: usize, uctx: *mut sys::ib_ucontext) -> Result<Self> {
+        let size = len
+            .checked_next_multiple_of(PAGE_SIZE)
+            .filter(|s| *s != 0 && *s <= u32::MAX as usize)
+            .ok_or(EINVAL)?;
+        // SAFETY: plain allocation.
+        let raw = unsafe { sys::rroce_helper_vmalloc_user(size as _) }.cast::<u8>();
+        let ptr = NonNull::new(raw).ok_or(ENOMEM)?;
+        if uctx.is_null() {
+            // INVARIANT: kernel-only buffer, owned by `self`.
+            return Ok(QueueBuf {
+                ptr,
+                size,
+                entry: null_mut(),
+            });
+        }
+        let boxed = match KBox::new(
+            MmapEntry {
+                // SAFETY: an all-zero `rdma_user_mmap_entry` is what the core
+                // expects before `rdma_user_mmap_entry_insert`.
+                entry: unsafe { core::mem::zeroed() },
+                buf: raw,
+                size,
+            },
+            GFP_KERNEL,
+        ) {
+            Ok(b) => b,
+            Err(e) => {
+                // SAFETY: allocated above, not shared.
+                unsafe { sys::rroce_helper_vfree(raw.cast()) };
+                return Err(e.into());
+            }
+        };
+        let entry = KBox::into_raw(boxed);
+        // SAFETY: `uctx` is live per the caller; `entry` is a valid, zeroed
+        // entry whose first field is the core's struct.
+        let err = unsafe { sys::rdma_user_mmap_entry_insert(uctx, entry.cast(), size) };
+        if err != 0 {
+            // SAFETY: not inserted, so still exclusively ours.
+            unsafe {
+                sys::rroce_helper_vfree(raw.cast());
+                drop(KBox::from_raw(entry));
+            }
+            return Err(Error::from_errno(err));
+        }
+        // INVARIANT: the entry owns the memory; we hold its first reference.
+        Ok(QueueBuf { ptr, size, entry })
+    }
+
+    /// Kernel address of the buffer.
+    pub(crate) fn as_ptr(&self) -> *mut u8 {
+        self.ptr.as_ptr()
+    }
+
+    /// Size of the buffer in bytes.
+    pub(crate) fn len(&self) -> usize {
+        self.size
+    }
+
+    /// The `mminfo` userspace needs to map the buffer (zero for kernel-only
+    /// buffers).
+    pub(crate) fn mmap_info(&self) -> MmapInfo {
+        if self.entry.is_null() {
+            return MmapInfo::default();
+        }
+        // SAFETY: the entry is alive while we hold its reference.
+        let offset = unsafe { sys::rroce_helper_mmap_offset(self.entry.cast()) };
+        MmapInfo {
+            offset,
+            size: self.size as u32,
+        }
+    }
+}
+
+impl Drop for QueueBuf {
+    fn drop(&mut self) {
+        if self.entry.is_null() {
+            // SAFETY: kernel-only buffer owned by `self` (type invariant).
+            unsafe { sys::rroce_helper_vfree(self.ptr.as_ptr().cast()) };
+        } else {
+            // Drops our reference and makes the offset unmappable; the pages
+            // are freed in `mmap_free` once no VMA maps them.
+            // SAFETY: we hold the entry's initial reference.
+            unsafe { sys::rdma_user_mmap_entry_remove(self.entry.cast()) };
+        }
+    }
+}
+
+/// The device's `mmap_free` op: the last reference to an entry is gone.
+pub(crate) unsafe extern "C" fn mmap_free(entry: *mut sys::rdma_user_mmap_entry) {
+    // SAFETY: every entry rroce inserts is a `MmapEntry` allocated with
+    // `KBox` (type invariant); the core calls this exactly once.
+    let e = unsafe { KBox::from_raw(entry.cast::<MmapEntry>()) };
+    // SAFETY: the entry owned the memory and nothing maps it any more.
+    unsafe { sys::rroce_helper_vfree(e.buf.cast()) };
+}
+
+unsafe extern "C" fn vma_open(vma: *mut sys::vm_area_struct) {
+    // SAFETY: set by `mmap` to an entry whose reference the original VMA
+    // holds, so it is alive; the copy takes its own.
+    unsafe {
+        let entry = sys::rroce_helper_vma_private(vma).cast::<sys::rdma_user_mmap_entry>();
+        sys::rroce_helper_mmap_entry_get(entry);
+    }
+}
+
+unsafe extern "C" fn vma_close(vma: *mut sys::vm_area_struct) {
+    // SAFETY: this VMA holds a reference to the entry (taken in `mmap` or
+    // `vma_open`); drop it.
+    unsafe {
+        let entry = sys::rroce_helper_vma_private(vma).cast::<sys::rdma_user_mmap_entry>();
+        sys::rdma_user_mmap_entry_put(entry);
+    }
+}
+
+struct VmOps(sys::vm_operations_struct);
+// SAFETY: read-only after construction; only the kernel reads it.
+unsafe impl Sync for VmOps {}
+
+static VM_OPS: VmOps = VmOps(sys::vm_operations_struct {
+    open: Some(vma_open),
+    close: Some(vma_close),
+    // SAFETY: all other members are optional callbacks or flags, for which
+    // zero means "absent".
+    ..unsafe { core::mem::zeroed() }
+});
+
+/// The device's `mmap` op: maps the queue buffer registered at the VMA's
+/// offset.
+pub(crate) unsafe extern "C" fn mmap(
+    uctx: *mut sys::ib_ucontext,
+    vma: *mut sys::vm_area_struct,
+) -> c_int {
+    // SAFETY: the core passes the caller's live ucontext and new VMA.
+    let entry = unsafe { sys::rdma_user_mmap_entry_get(uctx, vma) };
+    if entry.is_null() {
+        return EINVAL.to_errno();
+    }
+    // SAFETY: entries of this ucontext are `MmapEntry`s (type invariant),
+    // alive while we hold the reference `_get` took.
+    let e = unsafe { &*entry.cast::<MmapEntry>() };
+    // SAFETY: `vma` is valid.
+    let len = unsafe { sys::rroce_helper_vma_len(vma) } as usize;
+    if len > e.size {
+        // SAFETY: drops the reference taken above.
+        unsafe { sys::rdma_user_mmap_entry_put(entry) };
+        return EINVAL.to_errno();
+    }
+    // SAFETY: `e.buf` is `vmalloc_user` memory of `e.size >= len` bytes.
+    let err = unsafe { sys::rroce_helper_remap_vmalloc(vma, e.buf.cast()) };
+    if err != 0 {
+        // SAFETY: drops the reference taken above.
+        unsafe { sys::rdma_user_mmap_entry_put(entry) };
+        return err;
+    }
+    // The VMA keeps the reference `_get` took; `vma_close` drops it.
+    // SAFETY: `vma` is valid; `VM_OPS` is static.
+    unsafe { sys::rroce_helper_vma_set_ops(vma, &VM_OPS.0, entry.cast()) };
+    0
+}
