@@ -36,6 +36,7 @@ impl NetworkType {
 
 /// The address vector of an AH, copied out of the core's attributes.
 #[derive(Clone, Copy, Debug)]
+#[expect(dead_code, reason = "read by the UD transport, which is not there yet")]
 pub(crate) struct AddressVector {
     pub(crate) dgid: [u8; 16],
     pub(crate) sgid: [u8; 16],

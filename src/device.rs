@@ -18,8 +18,22 @@
 //! unload, or by `ib_unregister_driver(RDMA_DRIVER_RXE)` when `rdma_rxe` is
 //! unloaded (see `Documentation/device.rst`).
 //!
-//! Lock order: `DEVICES` is a leaf lock; nothing is called into the RDMA core
-//! while holding it except `ib_device_try_get()`.
+//! # Netdev binding and coexistence with rdma_rxe
+//!
+//! rroce reports the driver id `RDMA_DRIVER_RXE`, because rdma-core's rxe
+//! provider (and the kernel's ioctl check of the provider's driver id)
+//! requires it. rdma_rxe looks devices up by netdev with that driver id and
+//! treats what it finds as its own `struct rxe_dev`; the RDMA core's netdev
+//! index (`ib_device_set_netdev`) is where it looks. So rroce does not put
+//! its devices there: it implements the `get_netdev` op instead, keeps the
+//! netdev (with a reference) in its own registry, finds its devices by
+//! netdev through that registry and raises port events itself. rdma_rxe
+//! then never sees an rroce device, except in `ib_unregister_driver` on its
+//! unload, which unregisters rroce's devices like any other unregistration.
+//!
+//! Lock order: `DEVICES` is a leaf, IRQ-safe spinlock (`get_netdev` may be
+//! called in atomic context); nothing is called into the RDMA core while
+//! holding it except `ib_device_try_get()` and `dev_hold()`.
 
 use core::{
     cell::UnsafeCell,
@@ -138,38 +152,66 @@ static NETDEV_NB: KernelCell<sys::notifier_block> =
         priority: 0,
     }));
 
-/// Registered devices, as addresses of their `ib_device`.
+/// One registered device and the netdev it is bound to.
+///
+/// # Invariants
+///
+/// `dev` is 0 for a free slot, else the address of an allocated rroce
+/// `ib_device` (the slot is cleared in `dealloc_driver`, before the core
+/// frees it). `ndev` is 0 or a netdev on which this slot holds a reference
+/// (`dev_hold`), dropped when the netdev unregisters or the slot is freed.
+#[derive(Clone, Copy)]
+struct DeviceSlot {
+    dev: usize,
+    ndev: usize,
+}
+
+/// Registered devices.
 struct DeviceList {
-    devs: [usize; MAX_DEVICES],
+    slots: [DeviceSlot; MAX_DEVICES],
 }
 
 impl DeviceList {
     const fn new() -> Self {
         Self {
-            devs: [0; MAX_DEVICES],
+            slots: [DeviceSlot { dev: 0, ndev: 0 }; MAX_DEVICES],
         }
     }
 
-    fn insert(&mut self, dev: *mut sys::ib_device) -> Result {
-        let slot = self.devs.iter_mut().find(|d| **d == 0).ok_or(ENOSPC)?;
-        *slot = dev as usize;
+    fn insert(&mut self, dev: *mut sys::ib_device, ndev: *mut sys::net_device) -> Result {
+        let slot = self.slots.iter_mut().find(|d| d.dev == 0).ok_or(ENOSPC)?;
+        *slot = DeviceSlot {
+            dev: dev as usize,
+            ndev: ndev as usize,
+        };
         Ok(())
     }
 
-    fn remove(&mut self, dev: *mut sys::ib_device) {
-        if let Some(slot) = self.devs.iter_mut().find(|d| **d == dev as usize) {
-            *slot = 0;
-        }
+    /// Frees the slot of `dev`, returning its netdev (whose reference the
+    /// caller must drop) if it still had one.
+    fn remove(&mut self, dev: *mut sys::ib_device) -> Option<*mut sys::net_device> {
+        let slot = self.slots.iter_mut().find(|d| d.dev == dev as usize)?;
+        let ndev = slot.ndev;
+        *slot = DeviceSlot { dev: 0, ndev: 0 };
+        (ndev != 0).then_some(ndev as *mut sys::net_device)
+    }
+
+    fn by_dev(&self, dev: *mut sys::ib_device) -> Option<&DeviceSlot> {
+        self.slots.iter().find(|d| d.dev == dev as usize)
+    }
+
+    fn by_ndev(&mut self, ndev: *mut sys::net_device) -> Option<&mut DeviceSlot> {
+        self.slots.iter_mut().find(|d| d.dev != 0 && d.ndev == ndev as usize)
     }
 
     fn is_empty(&self) -> bool {
-        self.devs.iter().all(|d| *d == 0)
+        self.slots.iter().all(|d| d.dev == 0)
     }
 }
 
 kernel::sync::global_lock! {
     // SAFETY: `Registration::new` initializes it before anything else runs.
-    unsafe(uninit) static DEVICES: Mutex<DeviceList> = DeviceList::new();
+    unsafe(uninit) static DEVICES: SpinLockIrq<DeviceList> = DeviceList::new();
 }
 
 /// The module's registration with the RDMA core and netdev notifiers.
@@ -205,8 +247,8 @@ impl Drop for Registration {
             let mut next = null_mut();
             {
                 let list = DEVICES.lock();
-                for &d in list.devs.iter().filter(|d| **d != 0) {
-                    let dev = d as *mut sys::ib_device;
+                for slot in list.slots.iter().filter(|d| d.dev != 0) {
+                    let dev = slot.dev as *mut sys::ib_device;
                     // SAFETY: `dev` is live (see above) and the registry lock
                     // keeps `dealloc_driver` from completing meanwhile.
                     if unsafe { sys::rroce_helper_ib_device_try_get(dev) } != 0 {
@@ -284,38 +326,14 @@ impl RroceDev {
     }
 }
 
-/// Whether `ibdev` is one of rroce's devices (and not, say, rdma_rxe's,
-/// which shares the driver id).
-///
-/// # Safety
-///
-/// `ibdev` must point at a live `ib_device`.
-unsafe fn is_rroce(ibdev: *mut sys::ib_device) -> bool {
-    // SAFETY: the caller guarantees `ibdev` is live; `link_ops` is set before
-    // registration and never changes.
-    unsafe { (*ibdev).link_ops == LINK_OPS.get() }
-}
-
-/// Finds rroce's device on `ndev`, with a reference the caller must drop
-/// with `ib_device_put`.
-///
-/// # Safety
-///
-/// `ndev` must be a live netdev.
-unsafe fn device_of_netdev(ndev: *mut sys::net_device) -> Option<*mut sys::ib_device> {
-    // SAFETY: `ndev` is live per the caller.
-    let dev = unsafe { sys::ib_device_get_by_netdev(ndev, sys::rdma_driver_id_RDMA_DRIVER_RXE) };
-    if dev.is_null() {
-        return None;
-    }
-    // SAFETY: `dev` is referenced, so live.
-    if unsafe { is_rroce(dev) } {
-        Some(dev)
-    } else {
-        // SAFETY: drops the reference taken above.
-        unsafe { sys::ib_device_put(dev) };
-        None
-    }
+/// Finds rroce's device bound to `ndev`, with a reference the caller must
+/// drop with `ib_device_put`.
+fn device_of_netdev(ndev: *mut sys::net_device) -> Option<*mut sys::ib_device> {
+    let mut list = DEVICES.lock();
+    let dev = list.by_ndev(ndev)?.dev as *mut sys::ib_device;
+    // SAFETY: `dev` is allocated while in the registry (type invariant of
+    // `DeviceSlot`), and the lock keeps `dealloc_driver` from finishing.
+    (unsafe { sys::rroce_helper_ib_device_try_get(dev) } != 0).then_some(dev)
 }
 
 unsafe extern "C" fn newlink(ibdev_name: *const c_char, ndev: *mut sys::net_device) -> c_int {
@@ -330,13 +348,20 @@ unsafe extern "C" fn newlink(ibdev_name: *const c_char, ndev: *mut sys::net_devi
 /// `name` is a NUL-terminated string and `ndev` a referenced netdev, both
 /// valid for the duration of the call.
 unsafe fn add_device(name: *const c_char, ndev: *mut sys::net_device) -> Result {
-    // One RDMA device per netdev: rroce's, or rdma_rxe's (same driver id).
+    // One RDMA device per netdev: rroce's own, or rdma_rxe's (which the
+    // core indexes by netdev).
+    if let Some(existing) = device_of_netdev(ndev) {
+        // SAFETY: drops the reference just taken.
+        unsafe { sys::ib_device_put(existing) };
+        pr_err!("netdev already has an rroce device\n");
+        return Err(EEXIST);
+    }
     // SAFETY: `ndev` is valid per the caller.
-    let existing = unsafe { sys::ib_device_get_by_netdev(ndev, sys::rdma_driver_id_RDMA_DRIVER_RXE) };
+    let existing = unsafe { sys::ib_device_get_by_netdev(ndev, sys::rdma_driver_id_RDMA_DRIVER_UNKNOWN) };
     if !existing.is_null() {
         // SAFETY: drops the reference just taken.
         unsafe { sys::ib_device_put(existing) };
-        pr_err!("netdev already has an RDMA device of this driver id\n");
+        pr_err!("netdev already has an RDMA device of another driver\n");
         return Err(EEXIST);
     }
 
@@ -379,16 +404,17 @@ unsafe fn add_device(name: *const c_char, ndev: *mut sys::net_device) -> Result 
         sys::ib_set_device_ops(ibdev, &ops);
     }
 
-    // SAFETY: `ibdev` and `ndev` are valid; port 1 exists.
-    let err = unsafe { sys::ib_device_set_netdev(ibdev, ndev, 1) };
-    if err != 0 {
-        // SAFETY: never registered, so we still own it.
-        unsafe { sys::ib_dealloc_device(ibdev) };
-        return Err(Error::from_errno(err));
-    }
-    if let Err(e) = DEVICES.lock().insert(ibdev) {
-        // SAFETY: never registered, so we still own it.
-        unsafe { sys::ib_dealloc_device(ibdev) };
+    // The netdev is not given to the core (`ib_device_set_netdev`), see the
+    // module docs; the registry holds it, with a reference.
+    // SAFETY: `ndev` is valid per the caller.
+    unsafe { sys::rroce_helper_dev_hold(ndev) };
+    if let Err(e) = DEVICES.lock().insert(ibdev, ndev) {
+        // SAFETY: drops the reference taken above; `ibdev` was never
+        // registered, so we still own it.
+        unsafe {
+            sys::rroce_helper_dev_put(ndev);
+            sys::ib_dealloc_device(ibdev);
+        }
         pr_err!("too many rroce devices (at most {})\n", MAX_DEVICES);
         return Err(e);
     }
@@ -396,9 +422,15 @@ unsafe fn add_device(name: *const c_char, ndev: *mut sys::net_device) -> Result 
     let err = unsafe { sys::ib_register_device(ibdev, name, null_mut()) };
     if err != 0 {
         // On failure the core has not called `dealloc_driver`.
-        DEVICES.lock().remove(ibdev);
-        // SAFETY: registration failed, so we still own it.
-        unsafe { sys::ib_dealloc_device(ibdev) };
+        let held = DEVICES.lock().remove(ibdev);
+        // SAFETY: drops the registry's netdev reference; registration
+        // failed, so we still own `ibdev`.
+        unsafe {
+            if let Some(n) = held {
+                sys::rroce_helper_dev_put(n);
+            }
+            sys::ib_dealloc_device(ibdev);
+        }
         return Err(Error::from_errno(err));
     }
     Ok(())
@@ -411,7 +443,28 @@ unsafe extern "C" fn dellink(_ibdev: *mut sys::ib_device) -> c_int {
 
 unsafe extern "C" fn dealloc_driver(ibdev: *mut sys::ib_device) {
     // The core frees the memory after this returns.
-    DEVICES.lock().remove(ibdev);
+    if let Some(ndev) = DEVICES.lock().remove(ibdev) {
+        // SAFETY: the registry held this reference.
+        unsafe { sys::rroce_helper_dev_put(ndev) };
+    }
+}
+
+/// The `get_netdev` op: the netdev bound to port 1, referenced, or null
+/// once it has unregistered.
+unsafe extern "C" fn get_netdev(ibdev: *mut sys::ib_device, port: u32) -> *mut sys::net_device {
+    if port != 1 {
+        return null_mut();
+    }
+    let list = DEVICES.lock();
+    match list.by_dev(ibdev) {
+        Some(slot) if slot.ndev != 0 => {
+            let ndev = slot.ndev as *mut sys::net_device;
+            // SAFETY: the slot holds a reference, so the netdev is alive.
+            unsafe { sys::rroce_helper_dev_hold(ndev) };
+            ndev
+        }
+        _ => null_mut(),
+    }
 }
 
 unsafe extern "C" fn netdev_event(
@@ -421,21 +474,36 @@ unsafe extern "C" fn netdev_event(
 ) -> c_int {
     // SAFETY: netdev notifiers receive a `netdev_notifier_info`.
     let ndev = unsafe { sys::rroce_helper_notifier_info_to_dev(info) };
-    // SAFETY: the netdev is live for the duration of the notification.
-    let Some(ibdev) = (unsafe { device_of_netdev(ndev) }) else {
+    let Some(ibdev) = device_of_netdev(ndev) else {
         return sys::NOTIFY_OK as c_int;
     };
     match event as c_uint {
         sys::netdev_cmd_NETDEV_UNREGISTER => {
-            // SAFETY: `ibdev` is referenced; queued because RTNL is held.
-            unsafe { sys::ib_unregister_device_queued(ibdev) };
+            // The netdev goes away: forget it (so `get_netdev` returns
+            // null from now on) and remove the device.
+            let held = DEVICES.lock().by_ndev(ndev).map(|slot| {
+                slot.ndev = 0;
+                ndev
+            });
+            // SAFETY: drops the registry's reference; `ibdev` is
+            // referenced, and the unregistration is queued as RTNL is held.
+            unsafe {
+                if let Some(n) = held {
+                    sys::rroce_helper_dev_put(n);
+                }
+                sys::ib_unregister_device_queued(ibdev);
+            }
         }
         sys::netdev_cmd_NETDEV_CHANGEMTU => {
             // SAFETY: `ibdev` is one of ours and referenced; `ndev` is live.
             unsafe { RroceDev::from_ib(ibdev).set_mtu((*ndev).mtu) };
         }
-        // Port state changes (UP/DOWN/CHANGE) are dispatched by the RDMA
-        // core's own netdev notifier from `query_port`'s state.
+        sys::netdev_cmd_NETDEV_UP | sys::netdev_cmd_NETDEV_DOWN | sys::netdev_cmd_NETDEV_CHANGE => {
+            // The core's notifier does this only for devices it indexes by
+            // netdev, which rroce's are not.
+            // SAFETY: both are live and referenced.
+            unsafe { sys::ib_dispatch_port_state_event(ibdev, ndev) };
+        }
         _ => {}
     }
     // SAFETY: drops the reference `device_of_netdev` took.
@@ -453,6 +521,7 @@ fn device_ops() -> sys::ib_device_ops {
     ops.dealloc_driver = Some(dealloc_driver);
     ops.query_device = Some(query_device);
     ops.query_port = Some(query_port);
+    ops.get_netdev = Some(get_netdev);
     ops.get_port_immutable = Some(get_port_immutable);
     ops.get_link_layer = Some(get_link_layer);
     ops.query_pkey = Some(query_pkey);

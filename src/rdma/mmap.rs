@@ -132,11 +132,6 @@ impl QueueBuf {
         self.ptr.as_ptr()
     }
 
-    /// Size of the buffer in bytes.
-    pub(crate) fn len(&self) -> usize {
-        self.size
-    }
-
     /// The `mminfo` userspace needs to map the buffer (zero for kernel-only
     /// buffers).
     pub(crate) fn mmap_info(&self) -> MmapInfo {
