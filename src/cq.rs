@@ -35,17 +35,17 @@ use crate::{
     },
 };
 
-/// Offsets inside `struct rxe_queue_buf`.
+/// Offsets inside the shared queue header (`struct rroce_queue_buf`).
 mod layout {
-    pub(super) const LOG2_ELEM_SIZE: usize = 0;
-    pub(super) const INDEX_MASK: usize = 4;
-    pub(super) const PRODUCER: usize = 128;
-    pub(super) const CONSUMER: usize = 256;
-    pub(super) const DATA: usize = 384;
+    pub(super) use crate::abi::{
+        QUEUE_CONSUMER_OFFSET as CONSUMER, QUEUE_DATA_OFFSET as DATA,
+        QUEUE_INDEX_MASK_OFFSET as INDEX_MASK, QUEUE_LOG2_ELEM_SIZE_OFFSET as LOG2_ELEM_SIZE,
+        QUEUE_PRODUCER_OFFSET as PRODUCER,
+    };
 }
 
-/// Size of a user CQE (`struct ib_uverbs_wc`), which librxe copies out.
-const UVERBS_WC_SIZE: usize = 48;
+/// Size of a user CQE (`struct rroce_cqe`, = `ib_uverbs_wc`).
+const UVERBS_WC_SIZE: usize = crate::abi::CQE_SIZE;
 
 /// The kernel side of one CQ ring.
 ///
@@ -202,21 +202,20 @@ fn check_cqe(cqe: u32) -> Result {
     Ok(())
 }
 
-/// The rxe `mminfo`: `{ __aligned_u64 offset; __u32 size; __u32 pad; }`.
-fn mminfo_bytes(mi: MmapInfo) -> [u8; 16] {
-    let mut b = [0u8; 16];
-    b[..8].copy_from_slice(&mi.offset.to_ne_bytes());
-    b[8..12].copy_from_slice(&mi.size.to_ne_bytes());
-    b
-}
-
 /// Writes the mminfo response of create/resize to `udata`.
 ///
 /// # Safety
 ///
 /// `udata` is a valid uverbs udata.
 unsafe fn respond_mminfo(udata: *mut sys::ib_udata, mi: MmapInfo) -> Result {
-    let mut resp = mminfo_bytes(mi);
+    // `struct rroce_create_cq_resp` and `rroce_resize_cq_resp` are just the
+    // mminfo.
+    let mut resp = crate::abi::MmapInfo {
+        offset: mi.offset,
+        size: mi.size,
+        pad: 0,
+    }
+    .to_bytes();
     // SAFETY: `resp` is 16 readable bytes; `udata` is valid.
     let err = unsafe { sys::rroce_helper_copy_to_udata(udata, resp.as_mut_ptr().cast(), resp.len()) };
     if err != 0 {

@@ -51,42 +51,31 @@ use kernel::{
 
 use crate::{index::IndexAllocator, rdma::sys};
 
-/// The uverbs ABI version rdma-core's rxe provider expects (1..=2 on 64-bit).
-const UVERBS_ABI_VERSION: u32 = 2;
-
 /// `IB_MGMT_MAD_SIZE` from `rdma/ib_mad.h`: a 24-byte MAD header + 232 bytes.
 const IB_MGMT_MAD_SIZE: u32 = 256;
 
 /// Largest number of rroce devices at once (one per netdev).
 const MAX_DEVICES: usize = 64;
 
-/// Honest device limits, modelled on rdma_rxe's (`rxe_param.h`).
+/// Device limits: the uapi header's `RROCE_MAX_*` (one source, see
+/// `src/abi.rs`), plus what only the kernel needs.
 pub(crate) mod limits {
+    pub(crate) use crate::abi::{
+        MAX_AH, MAX_CQ, MAX_CQE, MAX_FAST_REG_PAGE_LIST_LEN, MAX_MR, MAX_MSG_SIZE, MAX_MW,
+        MAX_PD, MAX_QP, MAX_QP_INIT_RD_ATOM, MAX_QP_RD_ATOM, MAX_QP_WR, MAX_RECV_SGE,
+        MAX_RES_RD_ATOM, MAX_SEND_SGE, MAX_SGE_RD, MAX_SRQ, MAX_SRQ_SGE, MAX_SRQ_WR,
+    };
     use kernel::ffi::c_int;
 
-    pub(crate) const MAX_QP: u32 = 0x10000;
-    pub(crate) const MAX_QP_WR: u32 = 0x4000;
-    pub(crate) const MAX_SGE: u32 = 32;
-    pub(crate) const MAX_SGE_RD: u32 = 32;
-    pub(crate) const MAX_CQ: u32 = 0x4000;
-    pub(crate) const MAX_CQE: u32 = (1 << 15) - 1;
-    pub(crate) const MAX_MR: u32 = 0x4000;
-    pub(crate) const MAX_PD: u32 = 0x7ffc;
-    pub(crate) const MAX_QP_RD_ATOM: u32 = 128;
-    pub(crate) const MAX_RES_RD_ATOM: u32 = 0x3f000;
-    pub(crate) const MAX_SRQ: u32 = 0x4000;
-    pub(crate) const MAX_SRQ_WR: u32 = 0x4000;
-    pub(crate) const MAX_AH: u32 = 0x3fff;
-    pub(crate) const MAX_MW: u32 = 0x4000;
-    pub(crate) const MAX_FAST_REG_PAGES: u32 = 512;
-    pub(crate) const MAX_PKEYS: u16 = 1;
+    pub(crate) const MAX_PKEYS: u16 = crate::abi::MAX_PKEYS as u16;
     pub(crate) const LOCAL_CA_ACK_DELAY: u8 = 15;
-    pub(crate) const MAX_MSG_SZ: u32 = 0x8000_0000;
     pub(crate) const GID_TABLE_LEN: c_int = 1024;
     pub(crate) const VENDOR_ID: u32 = 0x00ff_ffff;
     pub(crate) const PAGE_SIZE_CAP: u64 = 0xffff_f000;
-    /// Bitmap words of the AH and MR index allocators: 256 * 64 = 16384.
-    pub(crate) const ID_WORDS: usize = 256;
+    /// Bitmap words of the AH and MR index allocators: 257 * 64 bits cover
+    /// indices 1..=MAX_MR (index 0 is reserved).
+    pub(crate) const ID_WORDS: usize = 257;
+    const _: () = assert!(ID_WORDS * 64 > MAX_MR as usize && ID_WORDS * 64 > MAX_AH as usize);
 }
 
 /// An rroce RDMA device.
@@ -515,8 +504,9 @@ unsafe extern "C" fn netdev_event(
 fn device_ops() -> sys::ib_device_ops {
     let mut ops = sys::ib_device_ops::default();
     ops.owner = <crate::Rroce as ModuleMetadata>::THIS_MODULE.as_ptr().cast();
-    ops.driver_id = sys::rdma_driver_id_RDMA_DRIVER_RXE;
-    ops.uverbs_abi_ver = UVERBS_ABI_VERSION;
+    ops.driver_id = crate::abi::DRIVER_ID;
+    const _: () = assert!(crate::abi::DRIVER_ID == sys::rdma_driver_id_RDMA_DRIVER_RXE);
+    ops.uverbs_abi_ver = crate::abi::UVERBS_ABI_VERSION;
     // `uverbs_no_driver_id_binding` stays 0: librxe binds by driver id.
     ops.dealloc_driver = Some(dealloc_driver);
     ops.query_device = Some(query_device);
@@ -572,7 +562,7 @@ unsafe extern "C" fn query_device(
     // SAFETY: the core passes a valid, zeroed attribute struct.
     let a = unsafe { &mut *attr };
     a.fw_ver = 0;
-    a.max_mr_size = u64::MAX;
+    a.max_mr_size = crate::abi::MAX_MR_SIZE;
     a.page_size_cap = limits::PAGE_SIZE_CAP;
     a.vendor_id = limits::VENDOR_ID;
     a.vendor_part_id = 0;
@@ -586,8 +576,8 @@ unsafe extern "C" fn query_device(
         | sys::ib_device_cap_flags_IB_DEVICE_SRQ_RESIZE) as u64;
     // `rdma link del` may unregister the device.
     a.kernel_cap_flags = sys::ib_kernel_cap_flags_IBK_ALLOW_USER_UNREG as u64;
-    a.max_send_sge = limits::MAX_SGE;
-    a.max_recv_sge = limits::MAX_SGE;
+    a.max_send_sge = limits::MAX_SEND_SGE;
+    a.max_recv_sge = limits::MAX_RECV_SGE;
     a.max_sge_rd = limits::MAX_SGE_RD;
     a.max_cq = limits::MAX_CQ;
     a.max_cqe = limits::MAX_CQE;
@@ -595,14 +585,14 @@ unsafe extern "C" fn query_device(
     a.max_pd = limits::MAX_PD;
     a.max_qp_rd_atom = limits::MAX_QP_RD_ATOM;
     a.max_res_rd_atom = limits::MAX_RES_RD_ATOM;
-    a.max_qp_init_rd_atom = limits::MAX_QP_RD_ATOM;
+    a.max_qp_init_rd_atom = limits::MAX_QP_INIT_RD_ATOM;
     a.atomic_cap = sys::ib_atomic_cap_IB_ATOMIC_HCA;
     a.max_srq = limits::MAX_SRQ;
     a.max_srq_wr = limits::MAX_SRQ_WR;
-    a.max_srq_sge = limits::MAX_SGE;
+    a.max_srq_sge = limits::MAX_SRQ_SGE;
     a.max_ah = limits::MAX_AH;
     a.max_mw = limits::MAX_MW;
-    a.max_fast_reg_page_list_len = limits::MAX_FAST_REG_PAGES;
+    a.max_fast_reg_page_list_len = limits::MAX_FAST_REG_PAGE_LIST_LEN;
     a.max_pkeys = limits::MAX_PKEYS;
     a.local_ca_ack_delay = limits::LOCAL_CA_ACK_DELAY;
     0
@@ -623,7 +613,7 @@ unsafe extern "C" fn query_port(
     a.gid_tbl_len = limits::GID_TABLE_LEN;
     // IB_PORT_CM_SUP, which the uapi spells IB_UVERBS_PCF_CM_SUP.
     a.port_cap_flags = sys::ib_uverbs_query_port_cap_flags_IB_UVERBS_PCF_CM_SUP;
-    a.max_msg_sz = limits::MAX_MSG_SZ;
+    a.max_msg_sz = limits::MAX_MSG_SIZE;
     a.pkey_tbl_len = limits::MAX_PKEYS;
     a.max_vl_num = 1;
     a.lid = 0;

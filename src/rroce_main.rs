@@ -8,7 +8,7 @@
 
 use kernel::prelude::*;
 
-// pub mod abi;
+pub mod abi;
 mod ah;
 mod cq;
 mod device;
