@@ -50,6 +50,9 @@ if [ -x scripts/check-uapi.sh ]; then
 	if scripts/check-uapi.sh; then ok; else bad uapi-header; fi
 fi
 
+step "KUnit covers every engine selftest"
+if scripts/kunit-suites.py --coverage; then ok; else bad kunit-coverage; fi
+
 step "lint: rustfmt"
 if cargo fmt --check >/dev/null 2>&1 && rustfmt --edition 2021 --check src/rroce_main.rs >/dev/null 2>&1; then ok; else bad rustfmt; fi
 
@@ -72,7 +75,7 @@ vrc=$?
 
 if [ -f "$RUN/dmesg" ]; then
 	step "KUnit results"
-	mapfile -t SUITES < <(grep -rhoE 'kunit_tests\(([a-z0-9_]+)\)' src | sed -E 's/kunit_tests\((.*)\)/\1/' | sort -u)
+	mapfile -t SUITES < <(scripts/kunit-suites.py --list)
 	scripts/ktap.py "$RUN/dmesg" "${SUITES[@]}" | tee "$RUN/kunit"
 	PASS=$((PASS + $(grep -c '^kunit: ok ' "$RUN/kunit")))
 	while IFS= read -r l; do bad "${l#kunit: not ok }"; done < <(grep '^kunit: not ok ' "$RUN/kunit")

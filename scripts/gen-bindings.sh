@@ -42,7 +42,7 @@ TMP=$OUT.tmp
 	--opaque-type local_apic --opaque-type alt_instr --opaque-type x86_msi_data \
 	--opaque-type x86_msi_addr_lo --opaque-type spinlock \
 	--allowlist-function '_?_?ib_.*|rdma_.*|rroce_helper_.*|udp_sock_create[46]|setup_udp_tunnel_sock|udp_tunnel.*|register_netdevice_notifier|unregister_netdevice_notifier|ib_device_get_netdev|ib_dispatch_port_state_event' \
-	--allowlist-type 'ib_.*|rdma_.*|uverbs_.*|udp_tunnel_sock_cfg|udp_port_cfg|notifier_block|netdev_cmd|vm_operations_struct' \
+	--allowlist-type 'ib_.*|rdma_.*|uverbs_.*|udp_tunnel_sock_cfg|udp_port_cfg|notifier_block|netdev_cmd|vm_operations_struct|work_struct' \
 	--allowlist-var 'IB_.*|RDMA_.*|NETDEV_.*|NOTIFY_.*' \
 	-o "$TMP" -- "${CLANG[@]}" -DMODULE) 2>"$TMP.err" || { cat "$TMP.err" >&2; die "bindgen failed"; }
 {

@@ -142,7 +142,8 @@ unsafe fn create(
             let mut resp = [0u8; 8];
             resp[..4].copy_from_slice(&num.to_ne_bytes());
             // SAFETY: `resp` is 8 readable bytes.
-            let err = unsafe { sys::rroce_helper_copy_to_udata(udata, resp.as_mut_ptr().cast(), 8) };
+            let err =
+                unsafe { sys::rroce_helper_copy_to_udata(udata, resp.as_mut_ptr().cast(), 8) };
             if err != 0 {
                 // The core will not call destroy_ah for a failed create.
                 let _ = dev.ah_ids.free(num);
@@ -157,7 +158,12 @@ unsafe fn create(
 /// The `destroy_ah` op.
 pub(crate) unsafe extern "C" fn destroy_ah(ibah: *mut sys::ib_ah, _flags: u32) -> c_int {
     // SAFETY: the core passes one of our AHs, created successfully.
-    let (dev, ah) = unsafe { (RroceDev::from_ib((*ibah).device), &mut *ibah.cast::<RroceAh>()) };
+    let (dev, ah) = unsafe {
+        (
+            RroceDev::from_ib((*ibah).device),
+            &mut *ibah.cast::<RroceAh>(),
+        )
+    };
     if dev.ah_ids.free(ah.num).is_err() {
         pr_warn!("destroying AH {} that was not allocated\n", ah.num);
     }

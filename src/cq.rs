@@ -28,11 +28,9 @@ use kernel::{
     sync::SpinLockIrq,
 };
 
-use crate::{
-    rdma::{
-        mmap::{MmapInfo, QueueBuf},
-        sys,
-    },
+use crate::rdma::{
+    mmap::{MmapInfo, QueueBuf},
+    sys,
 };
 
 /// Offsets inside the shared queue header (`struct rroce_queue_buf`).
@@ -71,7 +69,10 @@ impl Ring {
     /// `uctx` is null (kernel CQ) or the live ucontext of the creating
     /// process.
     unsafe fn new(entries: u32, elem_size: usize, uctx: *mut sys::ib_ucontext) -> Result<Self> {
-        let slots = entries.checked_add(1).and_then(u32::checked_next_power_of_two).ok_or(EINVAL)?;
+        let slots = entries
+            .checked_add(1)
+            .and_then(u32::checked_next_power_of_two)
+            .ok_or(EINVAL)?;
         let elem = elem_size.next_power_of_two().max(64);
         let log2_elem = elem.trailing_zeros();
         let bytes = (slots as usize)
@@ -88,8 +89,10 @@ impl Ring {
         };
         // The provider reads these two from the mapped header; the kernel
         // never reads them back.
-        ring.word(layout::LOG2_ELEM_SIZE).store(log2_elem, Ordering::Relaxed);
-        ring.word(layout::INDEX_MASK).store(slots - 1, Ordering::Relaxed);
+        ring.word(layout::LOG2_ELEM_SIZE)
+            .store(log2_elem, Ordering::Relaxed);
+        ring.word(layout::INDEX_MASK)
+            .store(slots - 1, Ordering::Relaxed);
         ring.word(layout::PRODUCER).store(0, Ordering::Relaxed);
         ring.word(layout::CONSUMER).store(0, Ordering::Release);
         Ok(ring)
@@ -138,7 +141,9 @@ impl Ring {
         for i in 0..count {
             // SAFETY: both slots lie inside their buffers and hold at least
             // `esize` bytes (checked above).
-            unsafe { core::ptr::copy_nonoverlapping(self.slot(cons.wrapping_add(i)), new.slot(i), esize) };
+            unsafe {
+                core::ptr::copy_nonoverlapping(self.slot(cons.wrapping_add(i)), new.slot(i), esize)
+            };
         }
         // INVARIANT: `count <= new.mask`.
         new.prod = count;
@@ -158,7 +163,9 @@ impl Ring {
         }
         // SAFETY: the slot holds `1 << log2_elem >= entry.len()` bytes and
         // the consumer does not read it until the release store below.
-        unsafe { core::ptr::copy_nonoverlapping(entry.as_ptr(), self.slot(self.prod), entry.len()) };
+        unsafe {
+            core::ptr::copy_nonoverlapping(entry.as_ptr(), self.slot(self.prod), entry.len())
+        };
         // INVARIANT: `next` is masked.
         self.prod = next;
         self.word(layout::PRODUCER).store(next, Ordering::Release);
@@ -217,7 +224,8 @@ unsafe fn respond_mminfo(udata: *mut sys::ib_udata, mi: MmapInfo) -> Result {
     }
     .to_bytes();
     // SAFETY: `resp` is 16 readable bytes; `udata` is valid.
-    let err = unsafe { sys::rroce_helper_copy_to_udata(udata, resp.as_mut_ptr().cast(), resp.len()) };
+    let err =
+        unsafe { sys::rroce_helper_copy_to_udata(udata, resp.as_mut_ptr().cast(), resp.len()) };
     if err != 0 {
         return Err(Error::from_errno(err));
     }
@@ -266,7 +274,9 @@ unsafe fn create(
     }
     let (elem, uctx) = if user {
         // SAFETY: `udata` is the valid driver udata of this uverbs call.
-        (UVERBS_WC_SIZE, unsafe { sys::rroce_helper_udata_ucontext(udata) })
+        (UVERBS_WC_SIZE, unsafe {
+            sys::rroce_helper_udata_ucontext(udata)
+        })
     } else {
         (size_of::<sys::ib_wc>(), core::ptr::null_mut())
     };
@@ -306,7 +316,10 @@ impl RroceCq {
 }
 
 /// The `destroy_cq` op.
-pub(crate) unsafe extern "C" fn destroy_cq(ibcq: *mut sys::ib_cq, _udata: *mut sys::ib_udata) -> c_int {
+pub(crate) unsafe extern "C" fn destroy_cq(
+    ibcq: *mut sys::ib_cq,
+    _udata: *mut sys::ib_udata,
+) -> c_int {
     // SAFETY: the core passes one of our CQs, created successfully, after
     // its last use.
     let cq = unsafe { &mut *ibcq.cast::<RroceCq>() };
@@ -345,7 +358,9 @@ unsafe fn resize(ibcq: *mut sys::ib_cq, cqe: u32, udata: *mut sys::ib_udata) -> 
     }
     let (elem, uctx) = if state.user {
         // SAFETY: `udata` is the valid driver udata of this uverbs call.
-        (UVERBS_WC_SIZE, unsafe { sys::rroce_helper_udata_ucontext(udata) })
+        (UVERBS_WC_SIZE, unsafe {
+            sys::rroce_helper_udata_ucontext(udata)
+        })
     } else {
         (size_of::<sys::ib_wc>(), core::ptr::null_mut())
     };
@@ -383,7 +398,11 @@ unsafe fn resize(ibcq: *mut sys::ib_cq, cqe: u32, udata: *mut sys::ib_udata) -> 
 
 /// The `poll_cq` op, for kernel consumers (user CQs are polled in
 /// userspace through the mapping).
-pub(crate) unsafe extern "C" fn poll_cq(ibcq: *mut sys::ib_cq, num: c_int, wc: *mut sys::ib_wc) -> c_int {
+pub(crate) unsafe extern "C" fn poll_cq(
+    ibcq: *mut sys::ib_cq,
+    num: c_int,
+    wc: *mut sys::ib_wc,
+) -> c_int {
     // SAFETY: live CQ of ours.
     let state = unsafe { RroceCq::state(ibcq) };
     if state.user || num < 0 {
@@ -396,7 +415,13 @@ pub(crate) unsafe extern "C" fn poll_cq(ibcq: *mut sys::ib_cq, num: c_int, wc: *
     while n < num && cons != ring.prod {
         // SAFETY: kernel CQ slots hold `ib_wc`s written by `post`; `wc` has
         // room for `num` entries.
-        unsafe { core::ptr::copy_nonoverlapping(ring.slot(cons).cast::<sys::ib_wc>(), wc.add(n as usize), 1) };
+        unsafe {
+            core::ptr::copy_nonoverlapping(
+                ring.slot(cons).cast::<sys::ib_wc>(),
+                wc.add(n as usize),
+                1,
+            )
+        };
         cons = (cons + 1) & ring.mask;
         n += 1;
     }
@@ -405,7 +430,10 @@ pub(crate) unsafe extern "C" fn poll_cq(ibcq: *mut sys::ib_cq, num: c_int, wc: *
 }
 
 /// The `req_notify_cq` op.
-pub(crate) unsafe extern "C" fn req_notify_cq(ibcq: *mut sys::ib_cq, flags: sys::ib_cq_notify_flags) -> c_int {
+pub(crate) unsafe extern "C" fn req_notify_cq(
+    ibcq: *mut sys::ib_cq,
+    flags: sys::ib_cq_notify_flags,
+) -> c_int {
     // SAFETY: live CQ of ours.
     let state = unsafe { RroceCq::state(ibcq) };
     let mut inner = state.inner.lock();
@@ -437,7 +465,8 @@ pub(crate) mod selftest {
     /// Simulates a consumer taking `n` entries.
     fn consume(r: &Ring, n: u32) {
         let c = (r.consumer() + n) & r.mask;
-        r.word(super::layout::CONSUMER).store(c, core::sync::atomic::Ordering::Release);
+        r.word(super::layout::CONSUMER)
+            .store(c, core::sync::atomic::Ordering::Release);
     }
 
     /// Resize keeps every unconsumed completion, in order, when growing and
@@ -449,7 +478,8 @@ pub(crate) mod selftest {
             return Err("7 entries should give capacity 7");
         }
         for v in 0..7u8 {
-            r.push(&entry(v)).map_err(|_| "push into a non-full ring failed")?;
+            r.push(&entry(v))
+                .map_err(|_| "push into a non-full ring failed")?;
         }
         if r.push(&entry(9)).is_ok() {
             return Err("push into a full ring succeeded");
@@ -482,7 +512,8 @@ pub(crate) mod selftest {
         consume(&big, 2);
         // SAFETY: kernel-only ring.
         let mut fit = unsafe { Ring::new(4, 48, core::ptr::null_mut()) }.map_err(|_| "alloc")?;
-        big.migrate_into(&mut fit).map_err(|_| "shrink to the count failed")?;
+        big.migrate_into(&mut fit)
+            .map_err(|_| "shrink to the count failed")?;
         for i in 0..4u32 {
             if first_byte(&fit, i) != 5 + i as u8 {
                 return Err("shrunk ring lost or reordered a completion");
@@ -495,7 +526,8 @@ pub(crate) mod selftest {
     pub(crate) fn hostile_consumer_index() -> Result<(), &'static str> {
         // SAFETY: kernel-only ring.
         let r = unsafe { Ring::new(15, 48, core::ptr::null_mut()) }.map_err(|_| "alloc")?;
-        r.word(super::layout::CONSUMER).store(0xdead_beef, core::sync::atomic::Ordering::Release);
+        r.word(super::layout::CONSUMER)
+            .store(0xdead_beef, core::sync::atomic::Ordering::Release);
         if r.consumer() > r.mask || r.count() > r.capacity() {
             return Err("unmasked consumer index");
         }

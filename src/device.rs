@@ -49,7 +49,7 @@ use kernel::{
     ModuleMetadata, //
 };
 
-use crate::{index::IndexAllocator, rdma::sys};
+use crate::{engine::index::IndexAllocator, rdma::sys};
 
 /// `IB_MGMT_MAD_SIZE` from `rdma/ib_mad.h`: a 24-byte MAD header + 232 bytes.
 const IB_MGMT_MAD_SIZE: u32 = 256;
@@ -61,9 +61,9 @@ const MAX_DEVICES: usize = 64;
 /// `src/abi.rs`), plus what only the kernel needs.
 pub(crate) mod limits {
     pub(crate) use crate::abi::{
-        MAX_AH, MAX_CQ, MAX_CQE, MAX_FAST_REG_PAGE_LIST_LEN, MAX_MR, MAX_MSG_SIZE, MAX_MW,
-        MAX_PD, MAX_QP, MAX_QP_INIT_RD_ATOM, MAX_QP_RD_ATOM, MAX_QP_WR, MAX_RECV_SGE,
-        MAX_RES_RD_ATOM, MAX_SEND_SGE, MAX_SGE_RD, MAX_SRQ, MAX_SRQ_SGE, MAX_SRQ_WR,
+        MAX_AH, MAX_CQ, MAX_CQE, MAX_FAST_REG_PAGE_LIST_LEN, MAX_MR, MAX_MSG_SIZE, MAX_MW, MAX_PD,
+        MAX_QP, MAX_QP_INIT_RD_ATOM, MAX_QP_RD_ATOM, MAX_QP_WR, MAX_RECV_SGE, MAX_RES_RD_ATOM,
+        MAX_SEND_SGE, MAX_SGE_RD, MAX_SRQ, MAX_SRQ_SGE, MAX_SRQ_WR,
     };
     use kernel::ffi::c_int;
 
@@ -190,7 +190,9 @@ impl DeviceList {
     }
 
     fn by_ndev(&mut self, ndev: *mut sys::net_device) -> Option<&mut DeviceSlot> {
-        self.slots.iter_mut().find(|d| d.dev != 0 && d.ndev == ndev as usize)
+        self.slots
+            .iter_mut()
+            .find(|d| d.dev != 0 && d.ndev == ndev as usize)
     }
 
     fn is_empty(&self) -> bool {
@@ -346,7 +348,8 @@ unsafe fn add_device(name: *const c_char, ndev: *mut sys::net_device) -> Result 
         return Err(EEXIST);
     }
     // SAFETY: `ndev` is valid per the caller.
-    let existing = unsafe { sys::ib_device_get_by_netdev(ndev, sys::rdma_driver_id_RDMA_DRIVER_UNKNOWN) };
+    let existing =
+        unsafe { sys::ib_device_get_by_netdev(ndev, sys::rdma_driver_id_RDMA_DRIVER_UNKNOWN) };
     if !existing.is_null() {
         // SAFETY: drops the reference just taken.
         unsafe { sys::ib_device_put(existing) };
@@ -356,7 +359,8 @@ unsafe fn add_device(name: *const c_char, ndev: *mut sys::net_device) -> Result 
 
     // SAFETY: allocates a zeroed `RroceDev` with an initialized `ib_device`
     // at its start; `init_net` is the namespace rdma_rxe uses too.
-    let ibdev = unsafe { sys::_ib_alloc_device(size_of::<RroceDev>(), sys::rroce_helper_init_net()) };
+    let ibdev =
+        unsafe { sys::_ib_alloc_device(size_of::<RroceDev>(), sys::rroce_helper_init_net()) };
     if ibdev.is_null() {
         return Err(ENOMEM);
     }
@@ -503,7 +507,9 @@ unsafe extern "C" fn netdev_event(
 /// The ops table handed to `ib_set_device_ops` (which copies it).
 fn device_ops() -> sys::ib_device_ops {
     let mut ops = sys::ib_device_ops::default();
-    ops.owner = <crate::Rroce as ModuleMetadata>::THIS_MODULE.as_ptr().cast();
+    ops.owner = <crate::Rroce as ModuleMetadata>::THIS_MODULE
+        .as_ptr()
+        .cast();
     ops.driver_id = crate::abi::DRIVER_ID;
     const _: () = assert!(crate::abi::DRIVER_ID == sys::rdma_driver_id_RDMA_DRIVER_RXE);
     ops.uverbs_abi_ver = crate::abi::UVERBS_ABI_VERSION;
@@ -662,7 +668,10 @@ unsafe extern "C" fn get_port_immutable(
     0
 }
 
-unsafe extern "C" fn get_link_layer(_ibdev: *mut sys::ib_device, _port: u32) -> sys::rdma_link_layer {
+unsafe extern "C" fn get_link_layer(
+    _ibdev: *mut sys::ib_device,
+    _port: u32,
+) -> sys::rdma_link_layer {
     sys::rdma_link_layer_IB_LINK_LAYER_ETHERNET
 }
 
@@ -680,7 +689,10 @@ unsafe extern "C" fn query_pkey(
     0
 }
 
-unsafe extern "C" fn alloc_ucontext(_uctx: *mut sys::ib_ucontext, _udata: *mut sys::ib_udata) -> c_int {
+unsafe extern "C" fn alloc_ucontext(
+    _uctx: *mut sys::ib_ucontext,
+    _udata: *mut sys::ib_udata,
+) -> c_int {
     0
 }
 

@@ -17,11 +17,94 @@ fn run(name: &str, r: core::result::Result<(), &'static str>) -> Result {
     })
 }
 
+/// One KUnit suite whose cases each run a `selftest` function of `$path`.
+macro_rules! selftest_suite {
+    ($suite:ident, $path:path, [$($case:ident),* $(,)?]) => {
+        #[kunit_tests($suite)]
+        mod $suite {
+            use super::run;
+            use kernel::prelude::*;
+            use $path as t;
+
+            $(
+                #[test]
+                fn $case() -> Result {
+                    run(stringify!($case), t::$case())
+                }
+            )*
+        }
+    };
+}
+
+selftest_suite!(
+    rroce_engine_wire,
+    crate::engine::wire::selftest,
+    [
+        round_trip_all_opcodes,
+        header_lengths,
+        decode_known_packet,
+        aeth_syndromes,
+        rejects_malformed,
+        mtu_rules,
+        builder_rejects,
+        parses_icrc_vectors,
+    ]
+);
+
+selftest_suite!(
+    rroce_engine_icrc,
+    crate::engine::icrc::selftest,
+    [crc32_core, known_answers, masking, generate_and_reject,]
+);
+
+selftest_suite!(
+    rroce_engine_psn,
+    crate::engine::psn::selftest,
+    [construction, wrap, diff, window, classify,]
+);
+
+selftest_suite!(
+    rroce_engine_ring,
+    crate::engine::ring::selftest,
+    [
+        layout_rules,
+        produce_consume_wrap,
+        stale_slots,
+        hostile_consumer_index,
+        hostile_producer_index,
+        resize_plans,
+        const_layout,
+    ]
+);
+
+selftest_suite!(
+    rroce_engine_notify,
+    crate::engine::notify::selftest,
+    [
+        arm_merge_table,
+        one_callback_per_arm,
+        fire_on_arm,
+        fire_on_arm_by_type,
+        errors_satisfy_every_arm,
+        deferred_callback,
+        dead_after_overflow,
+        destroy_cancels,
+        ib_flags_mapping,
+        nd_notify_example,
+    ]
+);
+
+selftest_suite!(
+    rroce_engine_index,
+    crate::engine::index::selftest,
+    [exhaust_and_refill, bad_free,]
+);
+
 #[kunit_tests(rroce_device)]
 mod device {
     use super::run;
-    use kernel::prelude::*;
     use crate::device::selftest as t;
+    use kernel::prelude::*;
 
     #[test]
     fn mtu_mapping() -> Result {
@@ -40,28 +123,24 @@ mod objects {
     use kernel::prelude::*;
 
     #[test]
-    fn index_exhaust_and_refill() -> Result {
-        run("index_exhaust_and_refill", crate::index::selftest::exhaust_and_refill())
-    }
-
-    #[test]
-    fn index_bad_free() -> Result {
-        run("index_bad_free", crate::index::selftest::bad_free())
-    }
-
-    #[test]
     fn cq_limits() -> Result {
         run("cq_limits", crate::cq::selftest::cqe_limits())
     }
 
     #[test]
     fn cq_resize_keeps_completions() -> Result {
-        run("cq_resize_keeps_completions", crate::cq::selftest::resize_keeps_completions())
+        run(
+            "cq_resize_keeps_completions",
+            crate::cq::selftest::resize_keeps_completions(),
+        )
     }
 
     #[test]
     fn cq_hostile_consumer_index() -> Result {
-        run("cq_hostile_consumer_index", crate::cq::selftest::hostile_consumer_index())
+        run(
+            "cq_hostile_consumer_index",
+            crate::cq::selftest::hostile_consumer_index(),
+        )
     }
 
     #[test]

@@ -115,7 +115,16 @@ pub(crate) unsafe extern "C" fn get_dma_mr(pd: *mut sys::ib_pd, access: c_int) -
         return err_ptr(e);
     }
     // SAFETY: the core passes a live PD of ours.
-    match unsafe { new_mr(pd, access, core::ptr::null_mut(), 0, u64::MAX, sys::ib_mr_type_IB_MR_TYPE_DMA) } {
+    match unsafe {
+        new_mr(
+            pd,
+            access,
+            core::ptr::null_mut(),
+            0,
+            u64::MAX,
+            sys::ib_mr_type_IB_MR_TYPE_DMA,
+        )
+    } {
         Ok(p) => p,
         Err(e) => err_ptr(e),
     }
@@ -144,12 +153,30 @@ pub(crate) unsafe extern "C" fn reg_user_mr(
     // SAFETY: `pd` is a live PD of ours; `ib_umem_get_va` (spelled out, as
     // it is a static inline) validates the user
     // range itself and pins it.
-    let umem = unsafe { sys::ib_umem_get_attr_or_va((*pd).device, core::ptr::null(), 0, start, length as usize, access as c_int) };
+    let umem = unsafe {
+        sys::ib_umem_get_attr_or_va(
+            (*pd).device,
+            core::ptr::null(),
+            0,
+            start,
+            length as usize,
+            access as c_int,
+        )
+    };
     if is_err_ptr(umem) {
         return umem.cast();
     }
     // SAFETY: as above; the umem's ownership passes to the MR.
-    match unsafe { new_mr(pd, access, umem, iova, length, sys::ib_mr_type_IB_MR_TYPE_USER) } {
+    match unsafe {
+        new_mr(
+            pd,
+            access,
+            umem,
+            iova,
+            length,
+            sys::ib_mr_type_IB_MR_TYPE_USER,
+        )
+    } {
         Ok(p) => p,
         Err(e) => {
             // SAFETY: pinned above and not handed to anyone.
@@ -160,7 +187,10 @@ pub(crate) unsafe extern "C" fn reg_user_mr(
 }
 
 /// The `dereg_mr` op.
-pub(crate) unsafe extern "C" fn dereg_mr(ibmr: *mut sys::ib_mr, _udata: *mut sys::ib_udata) -> c_int {
+pub(crate) unsafe extern "C" fn dereg_mr(
+    ibmr: *mut sys::ib_mr,
+    _udata: *mut sys::ib_udata,
+) -> c_int {
     // SAFETY: every MR the core hands back was made by `new_mr` (type
     // invariant); the core calls this once, after its last use.
     let mr = unsafe { KBox::from_raw(ibmr.cast::<RroceMr>()) };

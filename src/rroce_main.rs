@@ -12,9 +12,7 @@ pub mod abi;
 mod ah;
 mod cq;
 mod device;
-// pub mod engine;
-#[path = "engine/index.rs"]
-pub mod index;
+pub mod engine;
 mod kunit;
 mod mr;
 mod rdma;

@@ -127,7 +127,8 @@ pub mod selftest {
         if a.alloc() != Err(IndexError::Exhausted) {
             return Err("a full allocator must report Exhausted");
         }
-        a.free(77).map_err(|_| "free of an allocated index failed")?;
+        a.free(77)
+            .map_err(|_| "free of an allocated index failed")?;
         if a.alloc() != Ok(77) {
             return Err("the only free index was not reused");
         }
@@ -172,7 +173,10 @@ mod tests {
                 std::thread::spawn(move || (0..63).map(|_| a.alloc().unwrap()).collect::<Vec<_>>())
             })
             .collect();
-        let mut all: Vec<u32> = handles.into_iter().flat_map(|h| h.join().unwrap()).collect();
+        let mut all: Vec<u32> = handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap())
+            .collect();
         all.sort_unstable();
         all.dedup();
         assert_eq!(all.len(), 252);

@@ -5,6 +5,8 @@
 #include <linux/netdevice.h>
 #include <linux/vmalloc.h>
 #include <linux/mm.h>
+#include <linux/workqueue.h>
+#include <linux/cpumask.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/uverbs_ioctl.h>
 #include "helpers.h"
@@ -116,4 +118,29 @@ struct ib_ucontext *rroce_helper_udata_ucontext(struct ib_udata *udata)
 {
 	return udata ? container_of(udata, struct uverbs_attr_bundle, driver_udata)->context :
 		       NULL;
+}
+
+void rroce_helper_init_work(struct work_struct *work, rroce_work_fn fn)
+{
+	INIT_WORK(work, fn);
+}
+
+unsigned int rroce_helper_vector_cpu(unsigned int vector)
+{
+	return cpumask_local_spread(vector, NUMA_NO_NODE);
+}
+
+bool rroce_helper_queue_work_on_vector(unsigned int vector, struct work_struct *work)
+{
+	return queue_work_on(rroce_helper_vector_cpu(vector), system_highpri_wq, work);
+}
+
+bool rroce_helper_flush_work(struct work_struct *work)
+{
+	return flush_work(work);
+}
+
+unsigned int rroce_helper_smp_processor_id(void)
+{
+	return raw_smp_processor_id();
 }

@@ -48,4 +48,16 @@ struct ib_udata *rroce_helper_attrs_udata(struct uverbs_attr_bundle *attrs);
 struct ib_ucontext *rroce_helper_udata_ucontext(struct ib_udata *udata);
 u64 rroce_helper_mmap_offset(struct rdma_user_mmap_entry *entry);
 
+struct work_struct;
+typedef void (*rroce_work_fn)(struct work_struct *work);
+
+/* INIT_WORK() for a work item embedded in rroce's (pinned) state. */
+void rroce_helper_init_work(struct work_struct *work, rroce_work_fn fn);
+/* Queue on the CPU completion vector @vector names; true if newly queued. */
+bool rroce_helper_queue_work_on_vector(unsigned int vector, struct work_struct *work);
+/* The CPU that completion vector @vector names. */
+unsigned int rroce_helper_vector_cpu(unsigned int vector);
+bool rroce_helper_flush_work(struct work_struct *work);
+unsigned int rroce_helper_smp_processor_id(void);
+
 #endif
