@@ -54,7 +54,13 @@ selftest_suite!(
 selftest_suite!(
     rroce_engine_icrc,
     crate::engine::icrc::selftest,
-    [crc32_core, known_answers, masking, generate_and_reject,]
+    [
+        crc32_core,
+        known_answers,
+        masking,
+        generate_and_reject,
+        rxe_captured,
+    ]
 );
 
 selftest_suite!(
