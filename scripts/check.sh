@@ -56,12 +56,18 @@ if scripts/kunit-suites.py --coverage; then ok; else bad kunit-coverage; fi
 step "lint: rustfmt"
 if cargo fmt --check >/dev/null 2>&1 && rustfmt --edition 2021 --check src/rroce_main.rs >/dev/null 2>&1; then ok; else bad rustfmt; fi
 
-step "module build"
-if ! scripts/build-module.sh; then
+step "module build (warnings from rustc, gcc or objtool fail it)"
+touch src/rroce_main.rs src/rdma/helpers.c
+if ! scripts/build-module.sh 2>&1 | tee "$RROCE_CACHE/module-build.log"; then
 	bad module-build
 	finish
 fi
-ok
+if [ ! -f rroce.ko ] || grep -qiE 'warning|error' "$RROCE_CACHE/module-build.log"; then
+	bad "module build has warnings (see $RROCE_CACHE/module-build.log)"
+	[ -f rroce.ko ] || finish
+else
+	ok
+fi
 
 step "userspace samples"
 if make -s samples; then ok; else bad samples-build; fi

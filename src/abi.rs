@@ -103,16 +103,19 @@ impl<const N: usize> Codec for [u32; N] {
     fn decode(b: &[u8]) -> Option<Self> {
         let b = b.get(..Self::SIZE)?;
         let mut v = [0u32; N];
-        for (x, c) in v.iter_mut().zip(b.chunks_exact(size_of::<u32>())) {
-            *x = u32::decode(c)?;
+        // Indexing by word rather than `chunks_exact`, whose runtime chunk
+        // size brings a division-by-zero panic path that objtool (7.3) does
+        // not know as noreturn.
+        for (i, x) in v.iter_mut().enumerate() {
+            *x = u32::decode(b.get(i * 4..i * 4 + 4)?)?;
         }
         Some(v)
     }
 
     fn encode(&self, out: &mut [u8]) -> Option<()> {
         let out = out.get_mut(..Self::SIZE)?;
-        for (x, c) in self.iter().zip(out.chunks_exact_mut(size_of::<u32>())) {
-            x.encode(c)?;
+        for (i, x) in self.iter().enumerate() {
+            x.encode(out.get_mut(i * 4..i * 4 + 4)?)?;
         }
         Some(())
     }

@@ -3,22 +3,35 @@
 //! Completion queues.
 //!
 //! A CQ is a ring of completion entries in a [`QueueBuf`] laid out as
-//! rdma-core's rxe provider expects (`struct rxe_queue_buf`): the kernel
+//! rdma-core's rxe provider expects (`struct rroce_queue_buf`): the kernel
 //! produces, the consumer (the user process through its mapping, or a
-//! kernel ULP through `poll_cq`) consumes. The kernel keeps its own
-//! producer index, mask and element size and never reads them back from the
-//! shared header; the consumer index it reads from shared memory is masked
-//! before use.
+//! kernel ULP through `poll_cq`) consumes. Index arithmetic and the checks
+//! on the consumer index read back from shared memory are the engine's
+//! [`Producer`]; arming and callbacks are the engine's NDKPI state machine
+//! [`CqNotify`].
 //!
-//! Locking: `CqState::inner` (an IRQ-safe spinlock, as completions may be
-//! posted from softirq context) protects the ring's kernel side. Nothing is
-//! allocated or freed under it except in `resize`, which runs in process
-//! context with the new buffer allocated before the lock is taken.
+//! # Callbacks
+//!
+//! Callbacks (`ib_cq.comp_handler`, which for user CQs wakes the completion
+//! channel) always run from the CQ's work item, queued on the CPU that the
+//! CQ's completion vector names, and never under the CQ lock: the work item
+//! is the dispatcher of the engine's protocol, so callbacks on one CQ never
+//! overlap or nest, and a handler may re-arm and poll its own CQ. A
+//! callback that becomes due while one runs is run by the same work item
+//! after it returns. Destroying the CQ cancels the arm, and waits for a
+//! running or queued callback (the work item skips the handler once the CQ
+//! is destroyed).
+//!
+//! Locking: `CqState::inner` is an IRQ-safe spinlock (completions may be
+//! posted from softirq context). Nothing is allocated, freed or called out
+//! under it; resize allocates the new ring first and frees the old one
+//! after unlocking.
 
 use core::{
-    mem::size_of,
+    cell::UnsafeCell,
+    mem::{offset_of, size_of},
     pin::Pin,
-    sync::atomic::{AtomicU32, Ordering},
+    sync::atomic::Ordering,
 };
 
 use kernel::{
@@ -28,164 +41,304 @@ use kernel::{
     sync::SpinLockIrq,
 };
 
-use crate::rdma::{
-    mmap::{MmapInfo, QueueBuf},
-    sys,
+use crate::{
+    engine::{
+        notify::{Action, ArmRequest, CompletionKind, CqNotify, Fatal, NotifyError},
+        ring::{offset, Layout, Producer, RingError, SharedHeader, SharedIndex},
+    },
+    rdma::{mmap::QueueBuf, sys},
 };
 
-/// Offsets inside the shared queue header (`struct rroce_queue_buf`).
-mod layout {
-    pub(super) use crate::abi::{
-        QUEUE_CONSUMER_OFFSET as CONSUMER, QUEUE_DATA_OFFSET as DATA,
-        QUEUE_INDEX_MASK_OFFSET as INDEX_MASK, QUEUE_LOG2_ELEM_SIZE_OFFSET as LOG2_ELEM_SIZE,
-        QUEUE_PRODUCER_OFFSET as PRODUCER,
-    };
-}
-
 /// Size of a user CQE (`struct rroce_cqe`, = `ib_uverbs_wc`).
-const UVERBS_WC_SIZE: usize = crate::abi::CQE_SIZE;
+const USER_CQE_SIZE: usize = crate::abi::CQE_SIZE;
 
-/// The kernel side of one CQ ring.
+/// Mutable CQ state, under `CqState::inner`.
 ///
 /// # Invariants
 ///
-/// `buf` holds `DATA + (mask + 1) << log2_elem` bytes; `mask + 1` is a
-/// power of two; `prod <= mask`; `1 << log2_elem` is at least the size of
-/// the entries stored.
-struct Ring {
+/// `buf` holds at least `ring.layout().total_bytes()` bytes, with the
+/// layout's `log2_elem_size` and `index_mask` in its header.
+struct CqInner {
     buf: QueueBuf,
-    log2_elem: u32,
-    mask: u32,
-    /// Kernel's private producer index (the shared one is a copy).
-    prod: u32,
+    ring: Producer,
+    notify: CqNotify,
 }
 
-impl Ring {
-    /// Allocates a ring with room for at least `entries` entries of
-    /// `elem_size` bytes.
+/// A CQ's state. Pinned: the work item is linked into workqueues.
+#[pin_data(PinnedDrop)]
+pub(crate) struct CqState {
+    #[pin]
+    inner: SpinLockIrq<CqInner>,
+    /// The core's CQ, whose `comp_handler`/`cq_context` the callbacks use;
+    /// alive until `destroy_cq`, which frees this state first.
+    ibcq: *mut sys::ib_cq,
+    /// Mapped by a user process (else polled through `poll_cq`).
+    user: bool,
+    /// Entry size: a user CQE or a kernel `ib_wc`.
+    entry_size: usize,
+    /// The completion vector whose CPU runs the callbacks.
+    vector: u32,
+    /// The dispatcher work item; initialized by [`CqState::new`] once
+    /// pinned.
+    work: UnsafeCell<sys::work_struct>,
+}
+
+// SAFETY: all mutable state is behind the spinlock; `work` is only touched
+// by the workqueue code; `ibcq` is only dereferenced to read the handler,
+// which the core does not change while the CQ exists.
+unsafe impl Send for CqState {}
+// SAFETY: as above.
+unsafe impl Sync for CqState {}
+
+/// What a completion is, for the notify machine and for `post`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// A successful completion without the solicited event flag.
+    Unsolicited,
+    /// A successful completion with the solicited event flag.
+    Solicited,
+    /// An error completion.
+    Error,
+}
+
+impl From<Kind> for CompletionKind {
+    fn from(k: Kind) -> Self {
+        match k {
+            Kind::Unsolicited => CompletionKind::Unsolicited,
+            Kind::Solicited => CompletionKind::Solicited,
+            Kind::Error => CompletionKind::Error,
+        }
+    }
+}
+
+fn ring_err(e: RingError) -> Error {
+    match e {
+        RingError::Full => ENOSPC,
+        RingError::TooSmall { .. } => EINVAL,
+        RingError::TooLarge => EINVAL,
+        _ => EIO,
+    }
+}
+
+fn notify_err(e: NotifyError) -> Error {
+    match e {
+        NotifyError::Dead(_) => EIO,
+        NotifyError::Canceled => ECANCELED,
+        NotifyError::InvalidFlags => EINVAL,
+        NotifyError::NotInCallback => EINVAL,
+    }
+}
+
+/// Allocates a ring buffer for `entries` entries and writes its header.
+///
+/// # Safety
+///
+/// `uctx` is null (kernel CQ) or the live ucontext of the calling process.
+unsafe fn new_ring(
+    entries: u32,
+    entry_size: usize,
+    uctx: *mut sys::ib_ucontext,
+) -> Result<(QueueBuf, Layout)> {
+    let layout = Layout::new(entries, entry_size).map_err(ring_err)?;
+    // SAFETY: forwarded from the caller.
+    let buf = unsafe { QueueBuf::new(layout.total_bytes(), uctx)? };
+    // The provider reads these from the mapped header; the kernel never
+    // reads them back.
+    buf.header_word(offset::LOG2_ELEM_SIZE)
+        .store(layout.log2_elem_size(), Ordering::Relaxed);
+    buf.header_word(offset::INDEX_MASK)
+        .store(layout.index_mask(), Ordering::Relaxed);
+    layout.init_indices(&buf, 0).map_err(ring_err)?;
+    Ok((buf, layout))
+}
+
+impl CqState {
+    /// A CQ of at least `entries` entries whose callbacks go to `ibcq`'s
+    /// `comp_handler` on `vector`'s CPU.
     ///
     /// # Safety
     ///
-    /// `uctx` is null (kernel CQ) or the live ucontext of the creating
-    /// process.
-    unsafe fn new(entries: u32, elem_size: usize, uctx: *mut sys::ib_ucontext) -> Result<Self> {
-        let slots = entries
-            .checked_add(1)
-            .and_then(u32::checked_next_power_of_two)
-            .ok_or(EINVAL)?;
-        let elem = elem_size.next_power_of_two().max(64);
-        let log2_elem = elem.trailing_zeros();
-        let bytes = (slots as usize)
-            .checked_mul(elem)
-            .and_then(|b| b.checked_add(layout::DATA))
-            .ok_or(EINVAL)?;
-        // SAFETY: forwarded from the caller.
-        let buf = unsafe { QueueBuf::new(bytes, uctx)? };
-        let ring = Ring {
-            buf,
-            log2_elem,
-            mask: slots - 1,
-            prod: 0,
+    /// `ibcq` stays valid until the returned state is dropped; `uctx` is
+    /// null for a kernel CQ or the creating process's live ucontext.
+    pub(crate) unsafe fn new(
+        ibcq: *mut sys::ib_cq,
+        entries: u32,
+        vector: u32,
+        uctx: *mut sys::ib_ucontext,
+    ) -> Result<Pin<KBox<CqState>>> {
+        let user = !uctx.is_null();
+        let entry_size = if user {
+            USER_CQE_SIZE
+        } else {
+            size_of::<sys::ib_wc>()
         };
-        // The provider reads these two from the mapped header; the kernel
-        // never reads them back.
-        ring.word(layout::LOG2_ELEM_SIZE)
-            .store(log2_elem, Ordering::Relaxed);
-        ring.word(layout::INDEX_MASK)
-            .store(slots - 1, Ordering::Relaxed);
-        ring.word(layout::PRODUCER).store(0, Ordering::Relaxed);
-        ring.word(layout::CONSUMER).store(0, Ordering::Release);
-        Ok(ring)
-    }
-
-    /// The shared 32-bit word at `off` in the header.
-    fn word(&self, off: usize) -> &AtomicU32 {
-        // SAFETY: `off` is one of the header offsets, all 4-byte aligned and
-        // inside the page-aligned buffer; the memory lives as long as
-        // `self`, and user writes to it are just other atomic stores.
-        unsafe { AtomicU32::from_ptr(self.buf.as_ptr().add(off).cast()) }
+        // SAFETY: forwarded from the caller.
+        let (buf, layout) = unsafe { new_ring(entries, entry_size, uctx)? };
+        let state = KBox::pin_init(
+            pin_init!(CqState {
+                inner <- new_spinlock_irq!(
+                    CqInner {
+                        buf,
+                        ring: Producer::new(layout),
+                        notify: CqNotify::new(),
+                    },
+                    "rroce::cq"
+                ),
+                ibcq,
+                user,
+                entry_size,
+                vector,
+                // SAFETY: an all-zero work_struct is a valid placeholder;
+                // it is initialized with INIT_WORK below before any use.
+                work: UnsafeCell::new(unsafe { core::mem::zeroed() }),
+            }),
+            GFP_KERNEL,
+        )?;
+        // SAFETY: the state is pinned, so the work item keeps its address.
+        unsafe { sys::rroce_helper_init_work(state.work.get(), Some(cq_work)) };
+        Ok(state)
     }
 
     /// Capacity in entries.
-    fn capacity(&self) -> u32 {
-        self.mask
+    pub(crate) fn capacity(&self) -> u32 {
+        self.inner.lock().ring.layout().capacity()
     }
 
-    /// The consumer index, read from (hostile) shared memory and masked.
-    fn consumer(&self) -> u32 {
-        self.word(layout::CONSUMER).load(Ordering::Acquire) & self.mask
+    /// Where userspace maps the ring.
+    fn mmap_info(&self) -> crate::rdma::mmap::MmapInfo {
+        self.inner.lock().buf.mmap_info()
     }
 
-    /// Number of entries the consumer has not taken yet.
-    fn count(&self) -> u32 {
-        self.prod.wrapping_sub(self.consumer()) & self.mask
-    }
-
-    /// Address of slot `i` (masked).
-    fn slot(&self, i: u32) -> *mut u8 {
-        let off = layout::DATA + (((i & self.mask) as usize) << self.log2_elem);
-        // SAFETY: `off` is inside the buffer by the type invariant.
-        unsafe { self.buf.as_ptr().add(off) }
-    }
-
-    /// Moves every unconsumed entry of `self` to the start of the empty
-    /// ring `new` (same entry type): the new producer index is the count,
-    /// the consumer index 0. Fails, changing nothing, if they do not fit.
-    fn migrate_into(&self, new: &mut Ring) -> Result {
-        let count = self.count();
-        if count > new.capacity() || new.log2_elem < self.log2_elem || new.prod != 0 {
+    /// Appends a completion entry (a user CQE or a kernel `ib_wc`, as bytes)
+    /// and runs the notify machine. On a full ring the CQ dies (NDKPI CQ
+    /// overrun): arms are satisfied once, `IB_EVENT_CQ_ERR` is raised and
+    /// every later post fails.
+    pub(crate) fn post(&self, entry: &[u8], kind: Kind) -> Result {
+        if entry.len() > self.entry_size {
             return Err(EINVAL);
         }
-        let cons = self.consumer();
-        let esize = 1usize << self.log2_elem;
-        for i in 0..count {
-            // SAFETY: both slots lie inside their buffers and hold at least
-            // `esize` bytes (checked above).
-            unsafe {
-                core::ptr::copy_nonoverlapping(self.slot(cons.wrapping_add(i)), new.slot(i), esize)
-            };
-        }
-        // INVARIANT: `count <= new.mask`.
-        new.prod = count;
-        new.word(layout::CONSUMER).store(0, Ordering::Relaxed);
-        new.word(layout::PRODUCER).store(count, Ordering::Release);
-        Ok(())
-    }
-
-    /// Appends an entry; `Err(ENOSPC)` if the ring is full.
-    fn push(&mut self, entry: &[u8]) -> Result {
-        if entry.len() > (1usize << self.log2_elem) {
-            return Err(EINVAL);
-        }
-        let next = (self.prod + 1) & self.mask;
-        if next == self.consumer() {
-            return Err(ENOSPC);
-        }
-        // SAFETY: the slot holds `1 << log2_elem >= entry.len()` bytes and
-        // the consumer does not read it until the release store below.
-        unsafe {
-            core::ptr::copy_nonoverlapping(entry.as_ptr(), self.slot(self.prod), entry.len())
+        let (result, action, raise_err) = {
+            let mut guard = self.inner.lock();
+            let inner = &mut *guard;
+            inner.notify.check_postable().map_err(notify_err)?;
+            match inner.ring.reserve(&inner.buf) {
+                Ok(slot) => {
+                    // SAFETY: the slot lies inside the buffer (type
+                    // invariant of `CqInner`) and holds `elem_size >=
+                    // entry_size >= entry.len()` bytes; the consumer does not
+                    // read it before the release store in `commit`.
+                    unsafe {
+                        core::ptr::copy_nonoverlapping(
+                            entry.as_ptr(),
+                            inner.buf.at(slot.offset()),
+                            entry.len(),
+                        )
+                    };
+                    inner.ring.commit(slot, &inner.buf).map_err(ring_err)?;
+                    let a = inner
+                        .notify
+                        .on_completion(kind.into())
+                        .map_err(notify_err)?;
+                    (Ok(()), a, false)
+                }
+                Err(e) => {
+                    // Full (overrun) or a consumer index the process
+                    // corrupted: either way the CQ cannot go on.
+                    let reason = if e == RingError::Full {
+                        Fatal::Overflow
+                    } else {
+                        Fatal::Internal
+                    };
+                    let f = inner.notify.fatal(reason);
+                    (Err(ring_err(e)), f.action, f.raise_cq_err)
+                }
+            }
         };
-        // INVARIANT: `next` is masked.
-        self.prod = next;
-        self.word(layout::PRODUCER).store(next, Ordering::Release);
-        Ok(())
+        if raise_err {
+            self.raise_cq_err();
+        }
+        self.dispatch(action);
+        result
+    }
+
+    /// `ib_req_notify_cq`: arms the CQ. Returns the verbs return value (1
+    /// when `IB_CQ_REPORT_MISSED_EVENTS` finds unpolled completions).
+    pub(crate) fn arm(&self, flags: u32) -> Result<c_int> {
+        let req = ArmRequest::from_ib_flags(flags).map_err(notify_err)?;
+        let outcome = {
+            let mut guard = self.inner.lock();
+            let inner = &mut *guard;
+            let unpolled = inner.ring.count(&inner.buf).map_err(ring_err)?;
+            inner.notify.arm(req, unpolled).map_err(notify_err)?
+        };
+        self.dispatch(outcome.action());
+        Ok(outcome.ib_return())
+    }
+
+    /// Hands the dispatcher role to the work item on the vector's CPU.
+    fn dispatch(&self, a: Action) {
+        if a == Action::RunCallback {
+            // SAFETY: `work` was initialized in `new`; the state outlives
+            // the work item (`Drop` flushes it).
+            unsafe { sys::rroce_helper_queue_work_on_vector(self.vector, self.work.get()) };
+        }
+    }
+
+    /// Raises `IB_EVENT_CQ_ERR` to the CQ's consumer.
+    fn raise_cq_err(&self) {
+        // SAFETY: `ibcq` is valid while the state lives; the core set the
+        // handler before create and does not change it.
+        unsafe {
+            let cq = &*self.ibcq;
+            if let Some(handler) = cq.event_handler {
+                let mut ev: sys::ib_event = core::mem::zeroed();
+                ev.device = cq.device;
+                ev.element.cq = self.ibcq;
+                ev.event = sys::ib_event_type_IB_EVENT_CQ_ERR;
+                handler(&mut ev, cq.cq_context);
+            }
+        }
+    }
+
+    /// Runs one callback and reports it finished; returns what to do next.
+    fn run_callback(&self) -> Action {
+        let destroyed = self.inner.lock().notify.is_destroyed();
+        if !destroyed {
+            // SAFETY: `ibcq` is valid while the state lives (destroy flushes
+            // this work item before freeing anything).
+            unsafe {
+                let cq = &*self.ibcq;
+                if let Some(handler) = cq.comp_handler {
+                    handler(self.ibcq, cq.cq_context);
+                }
+            }
+        }
+        self.inner
+            .lock()
+            .notify
+            .callback_finished()
+            .unwrap_or(Action::Idle)
     }
 }
 
-/// Mutable CQ state.
-struct CqInner {
-    ring: Ring,
-    /// Arm requested by `req_notify_cq` (`IB_CQ_SOLICITED`/`IB_CQ_NEXT_COMP`).
-    armed: u32,
+#[pinned_drop]
+impl PinnedDrop for CqState {
+    fn drop(self: Pin<&mut Self>) {
+        // Cancel the arm, then wait for a queued or running callback; the
+        // work item skips the handler now that the CQ is destroyed.
+        let _ = self.inner.lock().notify.destroy();
+        // SAFETY: initialized in `new`; not called from the work item itself
+        // (the RDMA core never destroys a CQ from its own handler).
+        unsafe { sys::rroce_helper_flush_work(self.work.get()) };
+    }
 }
 
-#[pin_data]
-struct CqState {
-    #[pin]
-    inner: SpinLockIrq<CqInner>,
-    /// Whether the ring is mapped by a user process (else polled in kernel).
-    user: bool,
+/// The dispatcher: runs callbacks until the machine says it is done.
+unsafe extern "C" fn cq_work(work: *mut sys::work_struct) {
+    // SAFETY: `work` is the `work` field of a pinned `CqState`, which is
+    // not freed before this work item has finished (`Drop` flushes it).
+    let state = unsafe { &*work.byte_sub(offset_of!(CqState, work)).cast::<CqState>() };
+    while state.run_callback() == Action::RunCallback {}
 }
 
 /// rroce's CQ: the core allocates it (`size_ib_cq`).
@@ -201,6 +354,17 @@ pub(crate) struct RroceCq {
     state: *mut CqState,
 }
 
+impl RroceCq {
+    /// # Safety
+    ///
+    /// `ibcq` is an rroce CQ that was created successfully and is not yet
+    /// destroyed, alive for `'a`.
+    pub(crate) unsafe fn state<'a>(ibcq: *mut sys::ib_cq) -> &'a CqState {
+        // SAFETY: per the type invariant and the caller.
+        unsafe { &*(*ibcq.cast::<RroceCq>()).state }
+    }
+}
+
 /// Validates a requested CQ size.
 fn check_cqe(cqe: u32) -> Result {
     if cqe == 0 || cqe > crate::device::limits::MAX_CQE {
@@ -209,27 +373,38 @@ fn check_cqe(cqe: u32) -> Result {
     Ok(())
 }
 
-/// Writes the mminfo response of create/resize to `udata`.
+/// Writes the mminfo response of create/resize
+/// (`struct rroce_create_cq_resp` / `rroce_resize_cq_resp`).
 ///
 /// # Safety
 ///
 /// `udata` is a valid uverbs udata.
-unsafe fn respond_mminfo(udata: *mut sys::ib_udata, mi: MmapInfo) -> Result {
-    // `struct rroce_create_cq_resp` and `rroce_resize_cq_resp` are just the
-    // mminfo.
+unsafe fn respond_mminfo(udata: *mut sys::ib_udata, mi: crate::rdma::mmap::MmapInfo) -> Result {
     let mut resp = crate::abi::MmapInfo {
         offset: mi.offset,
         size: mi.size,
         pad: 0,
     }
     .to_bytes();
-    // SAFETY: `resp` is 16 readable bytes; `udata` is valid.
+    // SAFETY: `resp` is readable; `udata` is valid.
     let err =
         unsafe { sys::rroce_helper_copy_to_udata(udata, resp.as_mut_ptr().cast(), resp.len()) };
     if err != 0 {
         return Err(Error::from_errno(err));
     }
     Ok(())
+}
+
+/// # Safety
+///
+/// `udata` is null or valid.
+unsafe fn udata_outlen(udata: *mut sys::ib_udata) -> usize {
+    if udata.is_null() {
+        0
+    } else {
+        // SAFETY: checked for null, valid per the caller.
+        unsafe { (*udata).outlen }
+    }
 }
 
 /// The `create_cq` / `create_user_cq` op.
@@ -256,7 +431,6 @@ unsafe fn create(
 ) -> Result {
     // SAFETY: valid per the caller.
     let (attr, udata) = unsafe { (&*attr, sys::rroce_helper_attrs_udata(attrs)) };
-    let user = !udata.is_null();
     if attr.flags != 0 {
         return Err(EOPNOTSUPP);
     }
@@ -266,53 +440,31 @@ unsafe fn create(
     if attr.comp_vector as c_int >= num_vectors {
         return Err(EINVAL);
     }
-    if user {
-        // SAFETY: checked non-null.
-        if (unsafe { (*udata).outlen } as usize) < 16 {
+    let uctx = if udata.is_null() {
+        core::ptr::null_mut()
+    } else {
+        // SAFETY: `udata` is non-null and valid.
+        if unsafe { udata_outlen(udata) } < size_of::<crate::abi::CreateCqResp>() {
             return Err(EINVAL);
         }
-    }
-    let (elem, uctx) = if user {
-        // SAFETY: `udata` is the valid driver udata of this uverbs call.
-        (UVERBS_WC_SIZE, unsafe {
-            sys::rroce_helper_udata_ucontext(udata)
-        })
-    } else {
-        (size_of::<sys::ib_wc>(), core::ptr::null_mut())
+        // SAFETY: the driver udata of this uverbs call.
+        unsafe { sys::rroce_helper_udata_ucontext(udata) }
     };
-    // SAFETY: `uctx` is null or the live ucontext of this call.
-    let ring = unsafe { Ring::new(attr.cqe, elem, uctx)? };
-    let mi = ring.buf.mmap_info();
-    let capacity = ring.capacity();
-    let state = KBox::pin_init(
-        pin_init!(CqState {
-            inner <- new_spinlock_irq!(CqInner { ring, armed: 0 }, "rroce::cq"),
-            user,
-        }),
-        GFP_KERNEL,
-    )?;
-    if user {
+    // SAFETY: `ibcq` outlives the state (freed in `destroy_cq` first);
+    // `uctx` is null or this call's live ucontext.
+    let state = unsafe { CqState::new(ibcq, attr.cqe, attr.comp_vector, uctx)? };
+    if !udata.is_null() {
         // SAFETY: `udata` is valid.
-        unsafe { respond_mminfo(udata, mi)? };
+        unsafe { respond_mminfo(udata, state.mmap_info())? };
     }
+    let capacity = state.capacity();
     // SAFETY: the core allocated `ibcq` with our size (type invariant).
     let cq = unsafe { &mut *ibcq.cast::<RroceCq>() };
     cq.ibcq.cqe = capacity as c_int;
     // INVARIANT: leaked until `destroy_cq`, never moved (pinned).
-    // SAFETY: the box is pinned and we never move out of it.
+    // SAFETY: we never move out of the box.
     cq.state = KBox::into_raw(unsafe { Pin::into_inner_unchecked(state) });
     Ok(())
-}
-
-impl RroceCq {
-    /// # Safety
-    ///
-    /// `ibcq` is an rroce CQ that was created successfully and is not yet
-    /// destroyed, alive for `'a`.
-    unsafe fn state<'a>(ibcq: *mut sys::ib_cq) -> &'a CqState {
-        // SAFETY: per the type invariant and the caller.
-        unsafe { &*(*ibcq.cast::<RroceCq>()).state }
-    }
 }
 
 /// The `destroy_cq` op.
@@ -324,7 +476,8 @@ pub(crate) unsafe extern "C" fn destroy_cq(
     // its last use.
     let cq = unsafe { &mut *ibcq.cast::<RroceCq>() };
     if !cq.state.is_null() {
-        // SAFETY: leaked in `create` (type invariant); reclaimed once.
+        // SAFETY: leaked in `create` (type invariant); reclaimed once. Its
+        // `Drop` cancels the arm and waits for callbacks.
         drop(unsafe { KBox::from_raw(cq.state) });
         cq.state = core::ptr::null_mut();
     }
@@ -346,50 +499,81 @@ pub(crate) unsafe extern "C" fn resize_cq(
     }
 }
 
+impl CqState {
+    /// Moves every unconsumed entry into a new ring of at least `entries`
+    /// entries; on failure nothing changes.
+    ///
+    /// # Safety
+    ///
+    /// `uctx` is null for a kernel CQ, else the owning process's ucontext.
+    pub(crate) unsafe fn resize(&self, entries: u32, uctx: *mut sys::ib_ucontext) -> Result<u32> {
+        check_cqe(entries)?;
+        {
+            let mut guard = self.inner.lock();
+            let inner = &mut *guard;
+            inner.notify.check_postable().map_err(notify_err)?;
+            if entries < inner.ring.count(&inner.buf).map_err(ring_err)? {
+                return Err(EINVAL);
+            }
+        }
+        // Allocate outside the lock.
+        // SAFETY: forwarded from the caller.
+        let (new_buf, new_layout) = unsafe { new_ring(entries, self.entry_size, uctx)? };
+        let old = {
+            let mut guard = self.inner.lock();
+            let inner = &mut *guard;
+            // Fails, changing nothing, if completions arrived meanwhile and
+            // no longer fit.
+            let plan = inner
+                .ring
+                .plan_resize(&inner.buf, new_layout)
+                .map_err(ring_err)?;
+            for i in 0..plan.count() {
+                let (from, to) = plan.copy(i).ok_or(EINVAL)?;
+                // SAFETY: the plan's offsets lie inside their buffers, each
+                // slot holding `copy_len` bytes.
+                unsafe {
+                    core::ptr::copy_nonoverlapping(
+                        inner.buf.at(from),
+                        new_buf.at(to),
+                        plan.copy_len(),
+                    )
+                };
+            }
+            new_layout
+                .init_indices(&new_buf, plan.count())
+                .map_err(ring_err)?;
+            inner.ring = plan.into_producer();
+            // INVARIANT: the new buffer matches the new producer's layout.
+            core::mem::replace(&mut inner.buf, new_buf)
+        };
+        // The old buffer is released outside the lock.
+        drop(old);
+        Ok(new_layout.capacity())
+    }
+}
+
 /// # Safety
 ///
 /// As for [`resize_cq`].
 unsafe fn resize(ibcq: *mut sys::ib_cq, cqe: u32, udata: *mut sys::ib_udata) -> Result {
-    check_cqe(cqe)?;
     // SAFETY: live CQ per the caller.
     let state = unsafe { RroceCq::state(ibcq) };
-    if state.user && (udata.is_null() || (unsafe { (*udata).outlen } as usize) < 16) {
-        return Err(EINVAL);
-    }
-    let (elem, uctx) = if state.user {
-        // SAFETY: `udata` is the valid driver udata of this uverbs call.
-        (UVERBS_WC_SIZE, unsafe {
-            sys::rroce_helper_udata_ucontext(udata)
-        })
+    let uctx = if state.user {
+        // SAFETY: `udata` is null or valid.
+        if unsafe { udata_outlen(udata) } < size_of::<crate::abi::ResizeCqResp>() {
+            return Err(EINVAL);
+        }
+        // SAFETY: the driver udata of this uverbs call.
+        unsafe { sys::rroce_helper_udata_ucontext(udata) }
     } else {
-        (size_of::<sys::ib_wc>(), core::ptr::null_mut())
+        core::ptr::null_mut()
     };
-    {
-        let inner = state.inner.lock();
-        if cqe < inner.ring.count() {
-            return Err(EINVAL);
-        }
-    }
-    // Allocate outside the lock.
-    // SAFETY: `uctx` is null or this process's live ucontext.
-    let mut new = unsafe { Ring::new(cqe, elem, uctx)? };
-    let mi = new.buf.mmap_info();
-    let capacity = new.capacity();
-    let old = {
-        let mut inner = state.inner.lock();
-        let count = inner.ring.count();
-        if count > new.capacity() {
-            // Completions arrived meanwhile; nothing changed.
-            return Err(EINVAL);
-        }
-        inner.ring.migrate_into(&mut new)?;
-        core::mem::replace(&mut inner.ring, new)
-    };
-    // The old buffer is released outside the lock.
-    drop(old);
+    // SAFETY: `uctx` is the owner's ucontext (user CQ) or null.
+    let capacity = unsafe { state.resize(cqe, uctx)? };
     if state.user {
         // SAFETY: `udata` is valid (checked above).
-        unsafe { respond_mminfo(udata, mi)? };
+        unsafe { respond_mminfo(udata, state.mmap_info())? };
     }
     // SAFETY: live CQ.
     unsafe { (*ibcq).cqe = capacity as c_int };
@@ -408,24 +592,26 @@ pub(crate) unsafe extern "C" fn poll_cq(
     if state.user || num < 0 {
         return EINVAL.to_errno();
     }
-    let inner = state.inner.lock();
-    let ring = &inner.ring;
-    let mut cons = ring.consumer();
+    let guard = state.inner.lock();
+    let layout = guard.ring.layout();
+    let prod = guard.ring.index();
+    // The kernel is this ring's consumer: the index is its own.
+    let mut cons = guard.buf.consumer_index().load_acquire() & layout.index_mask();
     let mut n = 0;
-    while n < num && cons != ring.prod {
+    while n < num && cons != prod {
         // SAFETY: kernel CQ slots hold `ib_wc`s written by `post`; `wc` has
         // room for `num` entries.
         unsafe {
             core::ptr::copy_nonoverlapping(
-                ring.slot(cons).cast::<sys::ib_wc>(),
+                guard.buf.at(layout.slot_offset(cons)).cast::<sys::ib_wc>(),
                 wc.add(n as usize),
                 1,
             )
         };
-        cons = (cons + 1) & ring.mask;
+        cons = layout.next(cons);
         n += 1;
     }
-    ring.word(layout::CONSUMER).store(cons, Ordering::Release);
+    guard.buf.consumer_index().store_release(cons);
     n
 }
 
@@ -436,100 +622,268 @@ pub(crate) unsafe extern "C" fn req_notify_cq(
 ) -> c_int {
     // SAFETY: live CQ of ours.
     let state = unsafe { RroceCq::state(ibcq) };
-    let mut inner = state.inner.lock();
-    let kind = flags & sys::ib_cq_notify_flags_IB_CQ_SOLICITED_MASK;
-    if kind == 0 {
-        return EINVAL.to_errno();
+    match state.arm(flags) {
+        Ok(r) => r,
+        Err(e) => e.to_errno(),
     }
-    inner.armed |= kind;
-    if flags & sys::ib_cq_notify_flags_IB_CQ_REPORT_MISSED_EVENTS != 0 && inner.ring.count() != 0 {
-        return 1;
-    }
-    0
 }
 
-/// Checks run by KUnit.
+/// Checks run by KUnit on real kernel CQ state (rings in vmalloc memory,
+/// callbacks through the workqueue on the vector's CPU).
 pub(crate) mod selftest {
-    use super::Ring;
+    use super::{CqState, Kind};
+    use crate::rdma::sys;
+    use core::{
+        ffi::c_void,
+        sync::atomic::{AtomicI32, AtomicU32, Ordering},
+    };
     use kernel::prelude::*;
 
-    fn entry(v: u8) -> [u8; 48] {
-        [v; 48]
+    /// What the test handler saw.
+    struct Seen {
+        calls: AtomicU32,
+        running: AtomicU32,
+        overlap: AtomicU32,
+        cpu: AtomicI32,
     }
 
-    fn first_byte(r: &Ring, i: u32) -> u8 {
-        // SAFETY: `slot` is inside the ring buffer.
-        unsafe { *r.slot(i) }
+    static SEEN: Seen = Seen {
+        calls: AtomicU32::new(0),
+        running: AtomicU32::new(0),
+        overlap: AtomicU32::new(0),
+        cpu: AtomicI32::new(-1),
+    };
+
+    unsafe extern "C" fn handler(_cq: *mut sys::ib_cq, _ctx: *mut c_void) {
+        if SEEN.running.fetch_add(1, Ordering::SeqCst) != 0 {
+            SEEN.overlap.fetch_add(1, Ordering::SeqCst);
+        }
+        // SAFETY: plain function call.
+        let cpu = unsafe { sys::rroce_helper_smp_processor_id() };
+        SEEN.cpu.store(cpu as i32, Ordering::SeqCst);
+        SEEN.calls.fetch_add(1, Ordering::SeqCst);
+        SEEN.running.fetch_sub(1, Ordering::SeqCst);
     }
 
-    /// Simulates a consumer taking `n` entries.
-    fn consume(r: &Ring, n: u32) {
-        let c = (r.consumer() + n) & r.mask;
-        r.word(super::layout::CONSUMER)
-            .store(c, core::sync::atomic::Ordering::Release);
+    fn reset() {
+        SEEN.calls.store(0, Ordering::SeqCst);
+        SEEN.overlap.store(0, Ordering::SeqCst);
+        SEEN.cpu.store(-1, Ordering::SeqCst);
     }
 
-    /// Resize keeps every unconsumed completion, in order, when growing and
-    /// shrinking; shrinking below the count fails and changes nothing.
-    pub(crate) fn resize_keeps_completions() -> Result<(), &'static str> {
-        // SAFETY: kernel-only rings (null ucontext).
-        let mut r = unsafe { Ring::new(7, 48, core::ptr::null_mut()) }.map_err(|_| "alloc")?;
-        if r.capacity() != 7 {
-            return Err("7 entries should give capacity 7");
+    /// A kernel CQ with a fake `ib_cq` whose handler is [`handler`].
+    fn cq(
+        entries: u32,
+        vector: u32,
+    ) -> Result<(KBox<sys::ib_cq>, Pin<KBox<CqState>>), &'static str> {
+        // SAFETY: all-zero is a valid `ib_cq` for the fields read here.
+        let mut ibcq = KBox::new(unsafe { core::mem::zeroed::<sys::ib_cq>() }, GFP_KERNEL)
+            .map_err(|_| "alloc")?;
+        ibcq.comp_handler = Some(handler);
+        let p: *mut sys::ib_cq = &mut *ibcq;
+        // SAFETY: `ibcq` outlives the state (callers drop the state first);
+        // kernel CQ.
+        let st = unsafe { CqState::new(p, entries, vector, core::ptr::null_mut()) }
+            .map_err(|_| "CqState::new failed")?;
+        Ok((ibcq, st))
+    }
+
+    /// Waits for queued callbacks to finish.
+    fn settle(st: &CqState) {
+        // SAFETY: the work item was initialized by `CqState::new`.
+        unsafe { sys::rroce_helper_flush_work(st.work.get()) };
+    }
+
+    /// Simulates the consumer polling everything.
+    fn consume_all(st: &CqState) {
+        let g = st.inner.lock();
+        let p = g.ring.index();
+        g.buf
+            .header_word(crate::engine::ring::offset::CONSUMER_INDEX)
+            .store(p, Ordering::Release);
+    }
+
+    fn wc() -> [u8; 48] {
+        [0u8; 48]
+    }
+
+    const NEXT_COMP: u32 = sys::ib_cq_notify_flags_IB_CQ_NEXT_COMP;
+    const SOLICITED: u32 = sys::ib_cq_notify_flags_IB_CQ_SOLICITED;
+
+    /// One callback per arm, delivered through the workqueue on the CPU of
+    /// the completion vector; none without an arm.
+    pub(crate) fn callback_per_arm_on_vector_cpu() -> Result<(), &'static str> {
+        reset();
+        // SAFETY: plain function call.
+        let vector = (unsafe { sys::rroce_helper_num_possible_cpus() } - 1).min(1);
+        let (_ibcq, st) = cq(16, vector)?;
+        st.post(&wc(), Kind::Unsolicited).map_err(|_| "post")?;
+        settle(&st);
+        if SEEN.calls.load(Ordering::SeqCst) != 0 {
+            return Err("callback without an arm");
         }
-        for v in 0..7u8 {
-            r.push(&entry(v))
-                .map_err(|_| "push into a non-full ring failed")?;
+        // Arming with an unpolled completion newer than the last callback
+        // fires at once (NDKPI fire-on-arm).
+        st.arm(NEXT_COMP).map_err(|_| "arm")?;
+        settle(&st);
+        if SEEN.calls.load(Ordering::SeqCst) != 1 {
+            return Err("arm with a new unpolled completion did not fire once");
         }
-        if r.push(&entry(9)).is_ok() {
-            return Err("push into a full ring succeeded");
+        // SAFETY: plain function call.
+        let want = unsafe { sys::rroce_helper_vector_cpu(vector) } as i32;
+        if SEEN.cpu.load(Ordering::SeqCst) != want {
+            return Err("callback ran on another CPU than the vector's");
         }
-        consume(&r, 3); // entries 3..7 remain, and the indices wrap next
-        r.push(&entry(7)).map_err(|_| "push after consume failed")?;
-        r.push(&entry(8)).map_err(|_| "push after consume failed")?;
-        if r.count() != 6 {
-            return Err("count after wrap is wrong");
+        // Three completions after one arm: exactly one callback.
+        st.arm(NEXT_COMP).map_err(|_| "arm")?;
+        for _ in 0..3 {
+            st.post(&wc(), Kind::Unsolicited).map_err(|_| "post")?;
         }
-        // Shrink below the count: refused, the old ring untouched.
-        // SAFETY: kernel-only ring.
-        let mut small = unsafe { Ring::new(3, 48, core::ptr::null_mut()) }.map_err(|_| "alloc")?;
-        if r.migrate_into(&mut small).is_ok() || r.count() != 6 {
-            return Err("shrink below the queued count must fail and change nothing");
+        settle(&st);
+        if SEEN.calls.load(Ordering::SeqCst) != 2 {
+            return Err("one arm gave more or less than one callback");
         }
-        // Grow: everything moves, in order.
-        // SAFETY: kernel-only ring.
-        let mut big = unsafe { Ring::new(100, 48, core::ptr::null_mut()) }.map_err(|_| "alloc")?;
-        r.migrate_into(&mut big).map_err(|_| "grow failed")?;
-        if big.count() != 6 || big.consumer() != 0 {
-            return Err("grown ring has the wrong indices");
+        // Poll everything: an arm with nothing unpolled does not fire.
+        consume_all(&st);
+        st.arm(NEXT_COMP).map_err(|_| "arm")?;
+        settle(&st);
+        if SEEN.calls.load(Ordering::SeqCst) != 2 {
+            return Err("an arm with an empty CQ fired");
         }
-        for i in 0..6u32 {
-            if first_byte(&big, i) != 3 + i as u8 {
-                return Err("grown ring lost or reordered a completion");
-            }
+        // The pending arm fires on the next completion ...
+        st.post(&wc(), Kind::Unsolicited).map_err(|_| "post")?;
+        settle(&st);
+        if SEEN.calls.load(Ordering::SeqCst) != 3 {
+            return Err("pending arm did not fire on the next completion");
         }
-        // Shrink to exactly the count.
-        consume(&big, 2);
-        // SAFETY: kernel-only ring.
-        let mut fit = unsafe { Ring::new(4, 48, core::ptr::null_mut()) }.map_err(|_| "alloc")?;
-        big.migrate_into(&mut fit)
-            .map_err(|_| "shrink to the count failed")?;
-        for i in 0..4u32 {
-            if first_byte(&fit, i) != 5 + i as u8 {
-                return Err("shrunk ring lost or reordered a completion");
-            }
+        // ... and that completion, still unpolled but already reported, does
+        // not satisfy a later arm.
+        st.arm(NEXT_COMP).map_err(|_| "arm")?;
+        settle(&st);
+        if SEEN.calls.load(Ordering::SeqCst) != 3 {
+            return Err("an already reported completion satisfied a new arm");
         }
         Ok(())
     }
 
-    /// A hostile consumer index is masked, never used raw.
-    pub(crate) fn hostile_consumer_index() -> Result<(), &'static str> {
-        // SAFETY: kernel-only ring.
-        let r = unsafe { Ring::new(15, 48, core::ptr::null_mut()) }.map_err(|_| "alloc")?;
-        r.word(super::layout::CONSUMER)
-            .store(0xdead_beef, core::sync::atomic::Ordering::Release);
-        if r.consumer() > r.mask || r.count() > r.capacity() {
-            return Err("unmasked consumer index");
+    /// A solicited arm ignores unsolicited successes and fires on a
+    /// solicited completion or an error.
+    pub(crate) fn solicited_and_errors() -> Result<(), &'static str> {
+        reset();
+        let (_ibcq, st) = cq(16, 0)?;
+        st.arm(SOLICITED).map_err(|_| "arm")?;
+        st.post(&wc(), Kind::Unsolicited).map_err(|_| "post")?;
+        settle(&st);
+        if SEEN.calls.load(Ordering::SeqCst) != 0 {
+            return Err("solicited arm fired on an unsolicited completion");
+        }
+        st.post(&wc(), Kind::Solicited).map_err(|_| "post")?;
+        settle(&st);
+        if SEEN.calls.load(Ordering::SeqCst) != 1 {
+            return Err("solicited arm did not fire on a solicited completion");
+        }
+        st.arm(SOLICITED).map_err(|_| "arm")?;
+        st.post(&wc(), Kind::Error).map_err(|_| "post")?;
+        settle(&st);
+        if SEEN.calls.load(Ordering::SeqCst) != 2 {
+            return Err("an error did not satisfy a solicited arm");
+        }
+        Ok(())
+    }
+
+    /// Overrun kills the CQ: the arm fires, later posts and arms fail.
+    pub(crate) fn overflow_kills() -> Result<(), &'static str> {
+        reset();
+        let (_ibcq, st) = cq(3, 0)?;
+        st.arm(SOLICITED).map_err(|_| "arm")?;
+        for _ in 0..3 {
+            st.post(&wc(), Kind::Unsolicited)
+                .map_err(|_| "post into a non-full CQ")?;
+        }
+        if st.post(&wc(), Kind::Unsolicited).is_ok() {
+            return Err("post into a full CQ succeeded");
+        }
+        settle(&st);
+        if SEEN.calls.load(Ordering::SeqCst) != 1 {
+            return Err("overrun did not satisfy the pending arm");
+        }
+        if st.arm(NEXT_COMP).is_ok() || st.post(&wc(), Kind::Unsolicited).is_ok() {
+            return Err("a dead CQ accepted an arm or a completion");
+        }
+        Ok(())
+    }
+
+    /// Completions and arms racing with callbacks running on the vector's
+    /// CPU: no two callbacks ever overlap. (Producers on several kthreads
+    /// are the conformance suite's job.)
+    pub(crate) fn no_overlapping_callbacks() -> Result<(), &'static str> {
+        reset();
+        let (_ibcq, st) = cq(1024, 0)?;
+        for round in 0..200u32 {
+            st.arm(NEXT_COMP).map_err(|_| "arm")?;
+            st.post(
+                &wc(),
+                if round % 7 == 0 {
+                    Kind::Solicited
+                } else {
+                    Kind::Unsolicited
+                },
+            )
+            .map_err(|_| "post")?;
+            // Let the consumer keep up so the ring never fills.
+            consume_all(&st);
+        }
+        settle(&st);
+        if SEEN.overlap.load(Ordering::SeqCst) != 0 {
+            return Err("two callbacks ran at once");
+        }
+        if SEEN.calls.load(Ordering::SeqCst) == 0 {
+            return Err("no callback at all");
+        }
+        Ok(())
+    }
+
+    /// Resize keeps every unconsumed completion, in order, growing and
+    /// shrinking; shrinking below the count fails and changes nothing.
+    pub(crate) fn resize_keeps_completions() -> Result<(), &'static str> {
+        let (_ibcq, st) = cq(7, 0)?;
+        for v in 0..7u8 {
+            let mut e = wc();
+            e[0] = v;
+            st.post(&e, Kind::Unsolicited).map_err(|_| "post")?;
+        }
+        let first = |st: &CqState, i: u32| -> u8 {
+            let g = st.inner.lock();
+            let l = g.ring.layout();
+            // SAFETY: `slot_offset` is inside the buffer.
+            unsafe { *g.buf.at(l.slot_offset(i)) }
+        };
+        // Consume three.
+        st.inner
+            .lock()
+            .buf
+            .header_word(crate::engine::ring::offset::CONSUMER_INDEX)
+            .store(3, Ordering::Release);
+        // SAFETY: kernel CQ.
+        if unsafe { st.resize(3, core::ptr::null_mut()) }.is_ok() {
+            return Err("shrinking below the queued count succeeded");
+        }
+        // SAFETY: kernel CQ.
+        let cap = unsafe { st.resize(100, core::ptr::null_mut()) }.map_err(|_| "grow failed")?;
+        if cap < 100 {
+            return Err("grown CQ too small");
+        }
+        for i in 0..4u32 {
+            if first(&st, i) != 3 + i as u8 {
+                return Err("grow lost or reordered a completion");
+            }
+        }
+        // SAFETY: kernel CQ.
+        unsafe { st.resize(4, core::ptr::null_mut()) }.map_err(|_| "shrink to the count failed")?;
+        for i in 0..4u32 {
+            if first(&st, i) != 3 + i as u8 {
+                return Err("shrink lost or reordered a completion");
+            }
         }
         Ok(())
     }

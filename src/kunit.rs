@@ -142,10 +142,31 @@ mod objects {
     }
 
     #[test]
-    fn cq_hostile_consumer_index() -> Result {
+    fn cq_callback_per_arm_on_vector_cpu() -> Result {
         run(
-            "cq_hostile_consumer_index",
-            crate::cq::selftest::hostile_consumer_index(),
+            "cq_callback_per_arm_on_vector_cpu",
+            crate::cq::selftest::callback_per_arm_on_vector_cpu(),
+        )
+    }
+
+    #[test]
+    fn cq_solicited_and_errors() -> Result {
+        run(
+            "cq_solicited_and_errors",
+            crate::cq::selftest::solicited_and_errors(),
+        )
+    }
+
+    #[test]
+    fn cq_overflow_kills() -> Result {
+        run("cq_overflow_kills", crate::cq::selftest::overflow_kills())
+    }
+
+    #[test]
+    fn cq_no_overlapping_callbacks() -> Result {
+        run(
+            "cq_no_overlapping_callbacks",
+            crate::cq::selftest::no_overlapping_callbacks(),
         )
     }
 

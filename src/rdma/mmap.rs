@@ -18,11 +18,15 @@
 //! [`mmap_free`], which frees the pages. So a process that keeps a ring
 //! mapped after destroying its CQ still maps valid (if now unused) memory.
 
-use core::ptr::{null_mut, NonNull};
+use core::{
+    ptr::{null_mut, NonNull},
+    sync::atomic::AtomicU32,
+};
 
 use kernel::{ffi::c_int, prelude::*};
 
 use super::sys;
+use crate::engine::ring::{offset, SharedHeader};
 
 /// Page size of the architecture (x86-64).
 const PAGE_SIZE: usize = 4096;
@@ -127,11 +131,6 @@ impl QueueBuf {
         Ok(QueueBuf { ptr, size, entry })
     }
 
-    /// Kernel address of the buffer.
-    pub(crate) fn as_ptr(&self) -> *mut u8 {
-        self.ptr.as_ptr()
-    }
-
     /// The `mminfo` userspace needs to map the buffer (zero for kernel-only
     /// buffers).
     pub(crate) fn mmap_info(&self) -> MmapInfo {
@@ -144,6 +143,41 @@ impl QueueBuf {
             offset,
             size: self.size as u32,
         }
+    }
+}
+
+impl QueueBuf {
+    /// The shared 32-bit header word at byte `off` (one of the
+    /// [`offset`] constants).
+    pub(crate) fn header_word(&self, off: usize) -> &AtomicU32 {
+        debug_assert!(off % 4 == 0 && off < offset::DATA);
+        // SAFETY: `off` is a 4-byte aligned offset inside the header of the
+        // page-aligned buffer, which lives as long as `self`. The process may
+        // store to it concurrently, which is just another atomic access.
+        unsafe { AtomicU32::from_ptr(self.ptr.as_ptr().add(off).cast()) }
+    }
+
+    /// Address of byte `off` of the buffer.
+    ///
+    /// # Safety
+    ///
+    /// `off` plus the length the caller accesses is within the buffer.
+    pub(crate) unsafe fn at(&self, off: usize) -> *mut u8 {
+        // SAFETY: in bounds per the caller.
+        unsafe { self.ptr.as_ptr().add(off) }
+    }
+}
+
+/// The ring protocol's view of the buffer's header.
+impl SharedHeader for QueueBuf {
+    type Index = AtomicU32;
+
+    fn producer_index(&self) -> &AtomicU32 {
+        self.header_word(offset::PRODUCER_INDEX)
+    }
+
+    fn consumer_index(&self) -> &AtomicU32 {
+        self.header_word(offset::CONSUMER_INDEX)
     }
 }
 
