@@ -6,6 +6,11 @@
  * happened. Exit status 0 only if every step behaved.
  *
  *   rroce_objects [-d DEVICE] [-g GID_INDEX]
+ *   rroce_objects -d DEVICE -w SECONDS
+ *
+ * With -w it only creates a PD, an MR and a CQ (its ring mapped), waits,
+ * then polls, arms and tears down, printing what each returned: for tests
+ * that remove the device or unload the module under a live process.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -13,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <infiniband/verbs.h>
 
 #include <rdma/rroce-abi.h>
@@ -43,16 +49,45 @@ static struct ibv_context *open_dev(const char *name)
 	return ctx;
 }
 
+/* Hold objects across a device removal: must not crash, must not hang. */
+static int hold(struct ibv_context *ctx, int secs)
+{
+	static char buf[65536];
+	struct ibv_pd *pd = ibv_alloc_pd(ctx);
+	struct ibv_mr *mr = pd ? ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE) : NULL;
+	struct ibv_cq *cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	struct ibv_wc wc;
+
+	if (!pd || !mr || !cq) {
+		printf("hold: could not create objects\n");
+		return 1;
+	}
+	printf("hold: objects created, holding %d s\n", secs);
+	fflush(stdout);
+	sleep(secs);
+	/* The ring stays mapped: polling reads valid memory even now. */
+	int n = ibv_poll_cq(cq, 1, &wc);
+	int r = ibv_req_notify_cq(cq, 0);
+	int d1 = ibv_destroy_cq(cq), d2 = ibv_dereg_mr(mr), d3 = ibv_dealloc_pd(pd);
+	printf("hold: after %d s: poll_cq %d, req_notify_cq %d, destroy %d/%d/%d\n", secs, n, r,
+	       d1, d2, d3);
+	ibv_close_device(ctx);
+	printf("hold: done\n");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *devname = "rroce0";
-	int gid_index = 1, opt;
+	int gid_index = 1, opt, hold_secs = -1;
 
-	while ((opt = getopt(argc, argv, "d:g:")) != -1) {
+	while ((opt = getopt(argc, argv, "d:g:w:")) != -1) {
 		if (opt == 'd')
 			devname = optarg;
 		else if (opt == 'g')
 			gid_index = atoi(optarg);
+		else if (opt == 'w')
+			hold_secs = atoi(optarg);
 		else
 			return 2;
 	}
@@ -61,6 +96,8 @@ int main(int argc, char **argv)
 	STEP(ctx != NULL, "open %s", devname);
 	if (!ctx)
 		return 1;
+	if (hold_secs >= 0)
+		return hold(ctx, hold_secs);
 
 	struct ibv_device_attr dattr;
 	STEP(ibv_query_device(ctx, &dattr) == 0, "query_device: max_cqe %d max_mr %d", dattr.max_cqe,

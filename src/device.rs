@@ -523,6 +523,7 @@ fn device_ops() -> sys::ib_device_ops {
     ops.query_pkey = Some(query_pkey);
     ops.alloc_ucontext = Some(alloc_ucontext);
     ops.dealloc_ucontext = Some(dealloc_ucontext);
+    ops.disassociate_ucontext = Some(disassociate_ucontext);
     ops.alloc_pd = Some(alloc_pd);
     ops.dealloc_pd = Some(dealloc_pd);
     ops.mmap = Some(crate::rdma::mmap::mmap);
@@ -697,6 +698,14 @@ unsafe extern "C" fn alloc_ucontext(
 }
 
 unsafe extern "C" fn dealloc_ucontext(_uctx: *mut sys::ib_ucontext) {}
+
+/// The `disassociate_ucontext` op. Its presence lets the RDMA core remove a
+/// device (rdma link del, netdev removal, rmmod) while processes still have
+/// it open: the core destroys their objects through rroce's destroy ops and
+/// fails their later calls. Nothing else is needed: no mapping of a queue
+/// buffer refers to rroce's code or to memory that can be reused (see
+/// `rdma::mmap`).
+unsafe extern "C" fn disassociate_ucontext(_uctx: *mut sys::ib_ucontext) {}
 
 unsafe extern "C" fn alloc_pd(_pd: *mut sys::ib_pd, _udata: *mut sys::ib_udata) -> c_int {
     0

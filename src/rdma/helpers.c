@@ -87,22 +87,8 @@ unsigned long rroce_helper_vma_len(struct vm_area_struct *vma)
 	return vma->vm_end - vma->vm_start;
 }
 
-void rroce_helper_vma_set_ops(struct vm_area_struct *vma,
-			      const struct vm_operations_struct *ops, void *priv)
-{
-	vma->vm_ops = ops;
-	vma->vm_private_data = priv;
-}
 
-void *rroce_helper_vma_private(struct vm_area_struct *vma)
-{
-	return vma->vm_private_data;
-}
 
-void rroce_helper_mmap_entry_get(struct rdma_user_mmap_entry *entry)
-{
-	kref_get(&entry->ref);
-}
 
 struct ib_udata *rroce_helper_attrs_udata(struct uverbs_attr_bundle *attrs)
 {

@@ -38,10 +38,6 @@ void *rroce_helper_vmalloc_user(unsigned long size);
 void rroce_helper_vfree(const void *addr);
 int rroce_helper_remap_vmalloc(struct vm_area_struct *vma, void *addr);
 unsigned long rroce_helper_vma_len(struct vm_area_struct *vma);
-void rroce_helper_vma_set_ops(struct vm_area_struct *vma,
-			      const struct vm_operations_struct *ops, void *priv);
-void *rroce_helper_vma_private(struct vm_area_struct *vma);
-void rroce_helper_mmap_entry_get(struct rdma_user_mmap_entry *entry);
 /* The driver udata of a uverbs call, or NULL for kernel callers. */
 struct ib_udata *rroce_helper_attrs_udata(struct uverbs_attr_bundle *attrs);
 /* The ucontext of a uverbs call (rdma_udata_to_drv_context), or NULL. */

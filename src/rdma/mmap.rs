@@ -10,13 +10,20 @@
 //!
 //! # Lifetime
 //!
-//! The memory is freed only when nobody can reach it any more: the owning
-//! object holds the entry's initial reference (dropped by
-//! `rdma_user_mmap_entry_remove` when the object is destroyed), and every
-//! VMA mapping it holds one more (taken in [`mmap`] and in the VMA `open`
-//! op, dropped in `close`). The last put calls the device's `mmap_free` op,
-//! [`mmap_free`], which frees the pages. So a process that keeps a ring
-//! mapped after destroying its CQ still maps valid (if now unused) memory.
+//! The owning object holds the entry's only lasting reference; destroying
+//! the object removes the entry (`rdma_user_mmap_entry_remove`: its offset
+//! can no longer be mapped) and the last put calls the device's `mmap_free`
+//! op, [`mmap_free`], which `vfree`s the buffer. Pages a process still maps
+//! are not freed with it: `remap_vmalloc_range` inserts them with
+//! `vm_insert_page`, which takes a page reference that only the unmap
+//! drops. So a process that keeps a ring mapped after destroying its CQ (or
+//! after the device was disassociated under it) maps valid, if unused,
+//! memory, and never memory that was reused.
+//!
+//! The VMA keeps the RDMA core's own `vm_ops` (set before the device's
+//! `mmap` op is called, and inert for a VMA without private data), so no
+//! mapping refers to rroce's code: the module can be unloaded while a
+//! process still maps a ring (see `disassociate_ucontext`).
 
 use core::{
     ptr::{null_mut, NonNull},
@@ -204,36 +211,6 @@ pub(crate) unsafe extern "C" fn mmap_free(entry: *mut sys::rdma_user_mmap_entry)
     unsafe { sys::rroce_helper_vfree(e.buf.cast()) };
 }
 
-unsafe extern "C" fn vma_open(vma: *mut sys::vm_area_struct) {
-    // SAFETY: set by `mmap` to an entry whose reference the original VMA
-    // holds, so it is alive; the copy takes its own.
-    unsafe {
-        let entry = sys::rroce_helper_vma_private(vma).cast::<sys::rdma_user_mmap_entry>();
-        sys::rroce_helper_mmap_entry_get(entry);
-    }
-}
-
-unsafe extern "C" fn vma_close(vma: *mut sys::vm_area_struct) {
-    // SAFETY: this VMA holds a reference to the entry (taken in `mmap` or
-    // `vma_open`); drop it.
-    unsafe {
-        let entry = sys::rroce_helper_vma_private(vma).cast::<sys::rdma_user_mmap_entry>();
-        sys::rdma_user_mmap_entry_put(entry);
-    }
-}
-
-struct VmOps(sys::vm_operations_struct);
-// SAFETY: read-only after construction; only the kernel reads it.
-unsafe impl Sync for VmOps {}
-
-static VM_OPS: VmOps = VmOps(sys::vm_operations_struct {
-    open: Some(vma_open),
-    close: Some(vma_close),
-    // SAFETY: all other members are optional callbacks or flags, for which
-    // zero means "absent".
-    ..unsafe { core::mem::zeroed() }
-});
-
 /// The device's `mmap` op: maps the queue buffer registered at the VMA's
 /// offset.
 pub(crate) unsafe extern "C" fn mmap(
@@ -262,8 +239,9 @@ pub(crate) unsafe extern "C" fn mmap(
         unsafe { sys::rdma_user_mmap_entry_put(entry) };
         return err;
     }
-    // The VMA keeps the reference `_get` took; `vma_close` drops it.
-    // SAFETY: `vma` is valid; `VM_OPS` is static.
-    unsafe { sys::rroce_helper_vma_set_ops(vma, &VM_OPS.0, entry.cast()) };
+    // The mapped pages hold their own references (see the module docs);
+    // the entry reference was only needed while mapping.
+    // SAFETY: drops the reference taken above.
+    unsafe { sys::rdma_user_mmap_entry_put(entry) };
     0
 }

@@ -15,6 +15,13 @@ if module_loaded rroce; then
 	check module.rmmod rmmod rroce
 	check module.devices_gone_after_rmmod sh -c "! rdma link | grep -q rroce"
 fi
+if [ -f /tmp/hold.unload.pid ]; then
+	# The process that held objects across the unload exits normally.
+	pid=$(cat /tmp/hold.unload.pid)
+	for _ in $(seq 60); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
+	sed 's/^/    /' /tmp/hold.unload
+	check module.unload_under_live_process grep -q "hold: done" /tmp/hold.unload
+fi
 ip netns del ns0 2>/dev/null
 ip netns del ns1 2>/dev/null
 ip link del dum1 2>/dev/null
