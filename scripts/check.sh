@@ -45,6 +45,24 @@ else
 fi
 rm -f "$OUT"
 
+step "loom: notify dispatcher protocol and ring, all interleavings (bounded)"
+if scripts/loom.sh >"$RROCE_CACHE/loom.log" 2>&1; then
+	ok
+	grep -E '^test result|passed' "$RROCE_CACHE/loom.log" | tail -2
+else
+	tail -20 "$RROCE_CACHE/loom.log"
+	bad loom
+fi
+
+step "fuzz smoke: packet parser for ${RROCE_CHECK_FUZZ_SECONDS:=30}s (make fuzz runs 600s)"
+if scripts/fuzz.sh "$RROCE_CHECK_FUZZ_SECONDS" >"$RROCE_CACHE/fuzz.log" 2>&1; then
+	ok
+	grep -E '^executions' "$RROCE_CACHE/fuzz.log"
+else
+	tail -20 "$RROCE_CACHE/fuzz.log"
+	bad fuzz
+fi
+
 if [ -x scripts/check-uapi.sh ]; then
 	step "uapi header checks"
 	if scripts/check-uapi.sh; then ok; else bad uapi-header; fi
