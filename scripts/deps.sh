@@ -38,14 +38,14 @@ for c in rustfmt clippy; do
 	rustup component list --installed 2>/dev/null | grep -q "^$c" || rustup component add "$c" >/dev/null
 done
 
-# bindgen-cli >= 0.71 from crates.io.
+# bindgen-cli >= 0.71 (cargo install).
 need_bindgen=1
 if command -v bindgen >/dev/null 2>&1; then
 	v=$(bindgen --version | awk '{print $2}')
 	if [ "$(printf '%s\n0.71.0\n' "$v" | sort -V | head -1)" = "0.71.0" ]; then need_bindgen=0; fi
 fi
 if [ $need_bindgen = 1 ]; then
-	log "installing bindgen-cli from crates.io (takes a minute)"
+	log "installing bindgen-cli with cargo (takes a minute)"
 	cargo install --locked --quiet bindgen-cli --version '^0.71' >/dev/null 2>&1 ||
 		cargo install --locked --quiet bindgen-cli
 fi

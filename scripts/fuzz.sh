@@ -21,7 +21,7 @@ case $SECS in
 esac
 
 if ! command -v cargo-fuzz >/dev/null; then
-	log "installing cargo-fuzz from crates.io"
+	log "installing cargo-fuzz with cargo"
 	cargo install --locked cargo-fuzz || die "cannot install cargo-fuzz"
 fi
 export RUSTC_BOOTSTRAP=1
