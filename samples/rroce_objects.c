@@ -128,6 +128,9 @@ int main(int argc, char **argv)
 	STEP(bad == NULL && errno == EINVAL, "reg_mr with an unknown access flag: %s",
 	     strerror(errno));
 
+	int busy = ibv_dealloc_pd(pd);
+	STEP(busy == EBUSY, "dealloc_pd while an MR uses it refused: %s", strerror(busy));
+
 	/* Address handle through the GID table. */
 	union ibv_gid gid;
 	STEP(ibv_query_gid(ctx, 1, gid_index, &gid) == 0, "query_gid index %d", gid_index);

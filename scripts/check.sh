@@ -91,7 +91,8 @@ step "userspace samples"
 if make -s samples; then ok; else bad samples-build; fi
 
 step "VM: KUnit + integration tests"
-RUN=$(mktemp -d "$RROCE_CACHE/vmrun/check.XXXXXX")
+mkdir -p "$RROCE_CACHE/vmrun"
+RUN=$(mktemp -d "$RROCE_CACHE/vmrun/check.XXXXXX") || { bad "cannot create a VM run directory"; finish; }
 export RROCE_VM_RUNDIR=$RUN
 scripts/vm.sh --timeout "${RROCE_CHECK_TIMEOUT:-2400}" 'bash tests/vm/run-all.sh'
 vrc=$?
