@@ -163,6 +163,79 @@ int main(int argc, char **argv)
 	STEP(bad_cq == NULL, "create_cq with comp_vector %d out of range refused: %s",
 	     ctx->num_comp_vectors, strerror(errno));
 
+	/* Queue pairs (objects and state machine; the transport comes later). */
+	if (cq) {
+		struct ibv_qp_init_attr qia = {
+			.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
+			.cap = { .max_send_wr = 100, .max_recv_wr = 50, .max_send_sge = 2,
+				 .max_recv_sge = 3, .max_inline_data = 100 },
+		};
+		struct ibv_qp *qp = ibv_create_qp(pd, &qia);
+		STEP(qp != NULL && qia.cap.max_send_wr >= 100 && qia.cap.max_inline_data >= 100 &&
+			     qia.cap.max_send_sge >= 2,
+		     "create_qp RC: qpn %u, send_wr %u, send_sge %u, inline %u", qp ? qp->qp_num : 0,
+		     qia.cap.max_send_wr, qia.cap.max_send_sge, qia.cap.max_inline_data);
+		struct ibv_qp_init_attr bad_qia = qia;
+		bad_qia.cap.max_send_sge = dattr.max_sge + 1;
+		errno = 0;
+		struct ibv_qp *bad_qp = ibv_create_qp(pd, &bad_qia);
+		STEP(bad_qp == NULL, "create_qp with too many SGEs refused: %s", strerror(errno));
+		bad_qia = qia;
+		bad_qia.qp_type = IBV_QPT_UC;
+		errno = 0;
+		bad_qp = ibv_create_qp(pd, &bad_qia);
+		STEP(bad_qp == NULL, "create_qp UC refused: %s", strerror(errno));
+		qia.qp_type = IBV_QPT_UD;
+		struct ibv_qp *ud = ibv_create_qp(pd, &qia);
+		STEP(ud != NULL, "create_qp UD: qpn %u", ud ? ud->qp_num : 0);
+		if (qp) {
+			struct ibv_qp_attr a = { .qp_state = IBV_QPS_RTS };
+			int r = ibv_modify_qp(qp, &a, IBV_QP_STATE);
+			STEP(r != 0, "RESET -> RTS refused: %s", strerror(r));
+			a = (struct ibv_qp_attr){ .qp_state = IBV_QPS_INIT, .pkey_index = 0, .port_num = 1,
+						  .qp_access_flags = IBV_ACCESS_REMOTE_WRITE |
+								     IBV_ACCESS_REMOTE_READ };
+			r = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+							  IBV_QP_ACCESS_FLAGS);
+			STEP(r == 0, "RESET -> INIT: %s", strerror(r));
+			a = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024,
+						  .dest_qp_num = qp->qp_num, .rq_psn = 0x123456,
+						  .max_dest_rd_atomic = 4, .min_rnr_timer = 12,
+						  .ah_attr = ah_attr };
+			a.ah_attr.is_global = 1;
+			int rtr_mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+				       IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+			a.port_num = 2;
+			r = ibv_modify_qp(qp, &a, rtr_mask | IBV_QP_PORT);
+			STEP(r != 0, "INIT -> RTR with port 2 refused: %s", strerror(r));
+			r = ibv_modify_qp(qp, &a, rtr_mask);
+			STEP(r == 0, "INIT -> RTR (AV to our own GID): %s", strerror(r));
+			a = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTS, .timeout = 14, .retry_cnt = 7,
+						  .rnr_retry = 7, .sq_psn = 0x654321,
+						  .max_rd_atomic = 4 };
+			r = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+							  IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+							  IBV_QP_MAX_QP_RD_ATOMIC);
+			STEP(r == 0, "RTR -> RTS: %s", strerror(r));
+			struct ibv_qp_attr q;
+			struct ibv_qp_init_attr qi;
+			r = ibv_query_qp(qp, &q, IBV_QP_STATE | IBV_QP_CAP | IBV_QP_SQ_PSN, &qi);
+			STEP(r == 0 && q.qp_state == IBV_QPS_RTS && q.sq_psn == 0x654321 &&
+				     q.rq_psn == 0x123456 && q.dest_qp_num == qp->qp_num &&
+				     qi.cap.max_send_wr == qia.cap.max_send_wr,
+			     "query_qp: state %d sq_psn 0x%x rq_psn 0x%x", q.qp_state, q.sq_psn,
+			     q.rq_psn);
+			errno = 0;
+			r = ibv_destroy_cq(cq);
+			STEP(r == EBUSY, "destroy_cq while QPs use it refused: %s", strerror(r));
+			a = (struct ibv_qp_attr){ .qp_state = IBV_QPS_ERR };
+			STEP(ibv_modify_qp(qp, &a, IBV_QP_STATE) == 0, "RTS -> ERR");
+			STEP(ibv_destroy_qp(qp) == 0, "destroy_qp RC");
+		}
+		if (ud)
+			STEP(ibv_destroy_qp(ud) == 0, "destroy_qp UD");
+	}
+
 	if (cq) {
 		struct ibv_wc wc[4];
 		STEP(ibv_poll_cq(cq, 4, wc) == 0, "poll empty CQ: 0 completions");

@@ -76,6 +76,9 @@ pub(crate) mod limits {
     /// indices 1..=MAX_MR (index 0 is reserved).
     pub(crate) const ID_WORDS: usize = 257;
     const _: () = assert!(ID_WORDS * 64 > MAX_MR as usize && ID_WORDS * 64 > MAX_AH as usize);
+    /// Bitmap words of the QP number allocator (indices 1..=MAX_QP).
+    pub(crate) const QP_ID_WORDS: usize = 1025;
+    const _: () = assert!(QP_ID_WORDS * 64 > MAX_QP as usize);
 }
 
 /// An rroce RDMA device.
@@ -96,6 +99,8 @@ pub(crate) struct RroceDev {
     pub(crate) ah_ids: IndexAllocator<{ limits::ID_WORDS }>,
     /// MR indices (the upper 24 bits of lkeys and rkeys).
     pub(crate) mr_ids: IndexAllocator<{ limits::ID_WORDS }>,
+    /// QP numbers, offset by the two special QPs.
+    pub(crate) qp_ids: IndexAllocator<{ limits::QP_ID_WORDS }>,
 }
 
 /// The objects whose size the core must know. Each starts with the core's
@@ -392,6 +397,7 @@ unsafe fn add_device(name: *const c_char, ndev: *mut sys::net_device) -> Result 
         let rdev = ibdev.cast::<RroceDev>();
         core::ptr::addr_of_mut!((*rdev).ah_ids).write(IndexAllocator::new());
         core::ptr::addr_of_mut!((*rdev).mr_ids).write(IndexAllocator::new());
+        core::ptr::addr_of_mut!((*rdev).qp_ids).write(IndexAllocator::new());
         RroceDev::from_ib(ibdev).set_mtu(mtu);
         let ops = device_ops();
         sys::ib_set_device_ops(ibdev, &ops);
@@ -542,6 +548,14 @@ fn device_ops() -> sys::ib_device_ops {
     ops.poll_cq = Some(crate::cq::poll_cq);
     ops.req_notify_cq = Some(crate::cq::req_notify_cq);
     ops.size_ib_cq = size_of::<crate::cq::RroceCq>();
+    // QPs (no post_recv yet: until the transport exists rroce must not
+    // claim to be a kernel verbs provider, see `qp`).
+    ops.create_qp = Some(crate::qp::create_qp);
+    ops.modify_qp = Some(crate::qp::modify_qp);
+    ops.query_qp = Some(crate::qp::query_qp);
+    ops.destroy_qp = Some(crate::qp::destroy_qp);
+    ops.post_send = Some(crate::qp::post_send);
+    ops.size_ib_qp = size_of::<crate::qp::RroceQp>();
     ops.size_ib_ucontext = size_of::<RroceUcontext>();
     ops.size_ib_pd = size_of::<RrocePd>();
     ops

@@ -171,6 +171,11 @@ mod objects {
     }
 
     #[test]
+    fn qp_wqe_geometry() -> Result {
+        run("qp_wqe_geometry", crate::qp::selftest::wqe_geometry())
+    }
+
+    #[test]
     fn mr_access_rules() -> Result {
         run("mr_access_rules", crate::mr::selftest::access_rules())
     }

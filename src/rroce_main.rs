@@ -15,6 +15,7 @@ mod device;
 pub mod engine;
 mod kunit;
 mod mr;
+mod qp;
 mod rdma;
 
 module! {

@@ -1,0 +1,545 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Queue pairs: objects, rings and the IB state machine.
+//!
+//! A user QP owns a send queue and (without an SRQ) a receive queue, each a
+//! [`QueueBuf`] ring in the layout rdma-core's rxe provider writes
+//! (`struct rroce_send_wqe` / `rroce_recv_wqe` elements) and mapped into the
+//! process; the kernel is the consumer of both, through the engine's
+//! [`Consumer`], which validates every producer index read from the shared
+//! header. State transitions are checked with the RDMA core's
+//! `ib_modify_qp_is_ok` (the IBTA table), attribute values against rroce's
+//! limits.
+//!
+//! What is not here yet (the RC transport): the requester, responder and
+//! completer, so `post_send` refuses the doorbell of a QP in RTS with
+//! `EOPNOTSUPP`; kernel QPs (and with them `post_recv` and the GSI QP) are
+//! refused, so the RDMA core does not treat rroce as a kernel verbs
+//! provider yet.
+//!
+//! Locking: `QpState::inner` (IRQ-safe spinlock) protects the state and the
+//! attributes; the rings are only allocated at create and freed at destroy.
+
+use core::{mem::size_of, pin::Pin, sync::atomic::Ordering};
+
+use kernel::{ffi::c_int, new_spinlock_irq, prelude::*, sync::SpinLockIrq};
+
+use crate::{
+    ah::{av_from_attr, AddressVector},
+    device::{limits, RroceDev},
+    engine::ring::{offset, Consumer, Layout, RingError},
+    rdma::{mmap::QueueBuf, sys},
+};
+
+/// One work queue (SQ or RQ) of a QP.
+///
+/// # Invariants
+///
+/// `buf` holds `ring.layout().total_bytes()` bytes with that layout in its
+/// header.
+struct WorkQueue {
+    buf: QueueBuf,
+    ring: Consumer,
+    max_sge: u32,
+    max_inline: u32,
+}
+
+impl WorkQueue {
+    /// A ring of at least `max_wr` elements of `elem` bytes.
+    ///
+    /// # Safety
+    ///
+    /// `uctx` is the live ucontext of the creating process.
+    unsafe fn new(max_wr: u32, elem: usize, uctx: *mut sys::ib_ucontext) -> Result<(Self, Layout)> {
+        let layout = Layout::new(max_wr, elem).map_err(|_| EINVAL)?;
+        // SAFETY: forwarded from the caller.
+        let buf = unsafe { QueueBuf::new(layout.total_bytes(), uctx)? };
+        buf.header_word(offset::LOG2_ELEM_SIZE)
+            .store(layout.log2_elem_size(), Ordering::Relaxed);
+        buf.header_word(offset::INDEX_MASK)
+            .store(layout.index_mask(), Ordering::Relaxed);
+        layout.init_indices(&buf, 0).map_err(|_| EINVAL)?;
+        Ok((
+            WorkQueue {
+                buf,
+                ring: Consumer::new(layout),
+                max_sge: 0,
+                max_inline: 0,
+            },
+            layout,
+        ))
+    }
+}
+
+/// The attributes `modify_qp` sets, as validated copies.
+#[derive(Clone, Copy, Default)]
+struct QpAttrs {
+    path_mtu: sys::ib_mtu,
+    qkey: u32,
+    rq_psn: u32,
+    sq_psn: u32,
+    dest_qpn: u32,
+    access: u32,
+    pkey_index: u16,
+    port: u32,
+    max_rd_atomic: u8,
+    max_dest_rd_atomic: u8,
+    min_rnr_timer: u8,
+    timeout: u8,
+    retry_cnt: u8,
+    rnr_retry: u8,
+    av: Option<AddressVector>,
+}
+
+struct QpInner {
+    state: sys::ib_qp_state,
+    attrs: QpAttrs,
+    /// Caps reported at create (the rounded-up ones).
+    cap: sys::ib_qp_cap,
+}
+
+#[pin_data]
+struct QpState {
+    #[pin]
+    inner: SpinLockIrq<QpInner>,
+    qp_type: sys::ib_qp_type,
+    sq: WorkQueue,
+    rq: Option<WorkQueue>,
+}
+
+/// rroce's QP: the core allocates it (`size_ib_qp`).
+///
+/// # Invariants
+///
+/// `ibqp` is first, so the core's `*mut ib_qp` is a `*mut RroceQp`.
+/// `state` is null until `create_qp` succeeds, then a pinned
+/// `KBox<QpState>` leaked until `destroy_qp`. `qpn_index` is the QP
+/// number's allocator index once created.
+#[repr(C)]
+pub(crate) struct RroceQp {
+    ibqp: sys::ib_qp,
+    state: *mut QpState,
+}
+
+/// QP numbers 0 and 1 are the special QPs; user QPs get 2 and up.
+const FIRST_QPN: u32 = 2;
+
+fn mask_has(mask: u32, bit: u32) -> bool {
+    mask & bit != 0
+}
+
+/// QP access flags: which remote operations the responder allows. Unlike
+/// MR access, remote write needs no local write here.
+fn check_qp_access(access: u32) -> Result {
+    let allowed = sys::ib_access_flags_IB_ACCESS_LOCAL_WRITE
+        | sys::ib_access_flags_IB_ACCESS_REMOTE_WRITE
+        | sys::ib_access_flags_IB_ACCESS_REMOTE_READ
+        | sys::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC;
+    if access & !allowed != 0 {
+        return Err(EINVAL);
+    }
+    Ok(())
+}
+
+/// Checks the create attributes (the caps are rroce's limits).
+fn check_init(init: &sys::ib_qp_init_attr) -> Result {
+    match init.qp_type {
+        sys::ib_qp_type_IB_QPT_RC | sys::ib_qp_type_IB_QPT_UD => {}
+        _ => return Err(EOPNOTSUPP),
+    }
+    if init.create_flags != 0 || !init.srq.is_null() || !init.xrcd.is_null() {
+        return Err(EOPNOTSUPP);
+    }
+    if init.send_cq.is_null() || init.recv_cq.is_null() {
+        return Err(EINVAL);
+    }
+    let c = &init.cap;
+    if c.max_send_wr == 0
+        || c.max_send_wr > limits::MAX_QP_WR
+        || c.max_recv_wr > limits::MAX_QP_WR
+        || c.max_send_sge > limits::MAX_SEND_SGE
+        || c.max_recv_sge > limits::MAX_RECV_SGE
+        || c.max_inline_data > crate::abi::MAX_INLINE_DATA
+    {
+        return Err(EINVAL);
+    }
+    Ok(())
+}
+
+/// The send WQE size and the caps it really gives: the SGE/inline area is
+/// `max(sge * 16, inline)` bytes after the 208-byte header, and both caps
+/// grow to fill it (librxe validates posts against the returned caps).
+fn send_geometry(max_send_sge: u32, max_inline: u32) -> (usize, u32, u32) {
+    let sge = size_of::<crate::abi::Sge>();
+    let area = (max_send_sge as usize * sge).max(max_inline as usize);
+    let max_sge = (area / sge) as u32;
+    (
+        size_of::<crate::abi::SendWqe>() + area,
+        max_sge,
+        area as u32,
+    )
+}
+
+/// The receive WQE size for `max_recv_sge` SGEs.
+fn recv_geometry(max_recv_sge: u32) -> usize {
+    size_of::<crate::abi::RecvWqe>() + max_recv_sge.max(1) as usize * size_of::<crate::abi::Sge>()
+}
+
+/// The `create_qp` op (user RC and UD QPs).
+pub(crate) unsafe extern "C" fn create_qp(
+    ibqp: *mut sys::ib_qp,
+    init: *mut sys::ib_qp_init_attr,
+    udata: *mut sys::ib_udata,
+) -> c_int {
+    // SAFETY: the core passes a QP of our size, valid attributes and a
+    // udata that is null for kernel callers.
+    match unsafe { create(ibqp, init, udata) } {
+        Ok(()) => 0,
+        Err(e) => e.to_errno(),
+    }
+}
+
+/// # Safety
+///
+/// As for [`create_qp`].
+unsafe fn create(
+    ibqp: *mut sys::ib_qp,
+    init: *mut sys::ib_qp_init_attr,
+    udata: *mut sys::ib_udata,
+) -> Result {
+    if udata.is_null() {
+        // Kernel consumers need the transport's post_send/post_recv.
+        return Err(EOPNOTSUPP);
+    }
+    // SAFETY: valid per the caller.
+    let (init, inlen, outlen) = unsafe { (&mut *init, (*udata).inlen, (*udata).outlen) };
+    // librxe passes no command data and expects `rroce_create_qp_resp`.
+    if inlen != 0 || outlen < size_of::<crate::abi::CreateQpResp>() {
+        return Err(EINVAL);
+    }
+    check_init(init)?;
+    // SAFETY: the driver udata of this uverbs call.
+    let uctx = unsafe { sys::rroce_helper_udata_ucontext(udata) };
+    let (sq_elem, max_sge, max_inline) =
+        send_geometry(init.cap.max_send_sge, init.cap.max_inline_data);
+    // SAFETY: `uctx` is this process's live ucontext.
+    let (mut sq, sq_layout) = unsafe { WorkQueue::new(init.cap.max_send_wr, sq_elem, uctx)? };
+    sq.max_sge = max_sge;
+    sq.max_inline = max_inline;
+    let recv_wr = init.cap.max_recv_wr.max(1);
+    // SAFETY: as above.
+    let (mut rq, rq_layout) =
+        unsafe { WorkQueue::new(recv_wr, recv_geometry(init.cap.max_recv_sge), uctx)? };
+    rq.max_sge = init.cap.max_recv_sge.max(1);
+
+    // SAFETY: `ibqp` belongs to one of our devices.
+    let dev = unsafe { RroceDev::from_ib((*ibqp).device) };
+    let index = dev.qp_ids.alloc().map_err(|_| ENOMEM)?;
+    let qpn = index + FIRST_QPN;
+    let cap = sys::ib_qp_cap {
+        max_send_wr: sq_layout.capacity(),
+        max_recv_wr: rq_layout.capacity(),
+        max_send_sge: max_sge,
+        max_recv_sge: rq.max_sge,
+        max_inline_data: max_inline,
+        max_rdma_ctxs: 0,
+    };
+    let resp = crate::abi::CreateQpResp {
+        rq_mi: to_abi(rq.buf.mmap_info()),
+        sq_mi: to_abi(sq.buf.mmap_info()),
+    };
+    let qp_type = init.qp_type;
+    let state = match KBox::pin_init(
+        pin_init!(QpState {
+            inner <- new_spinlock_irq!(
+                QpInner {
+                    state: sys::ib_qp_state_IB_QPS_RESET,
+                    attrs: QpAttrs::default(),
+                    cap,
+                },
+                "rroce::qp"
+            ),
+            qp_type,
+            sq,
+            rq: Some(rq),
+        }),
+        GFP_KERNEL,
+    ) {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = dev.qp_ids.free(index);
+            return Err(e);
+        }
+    };
+    let mut bytes = resp.to_bytes();
+    // SAFETY: `bytes` is readable; `udata` is valid.
+    let err =
+        unsafe { sys::rroce_helper_copy_to_udata(udata, bytes.as_mut_ptr().cast(), bytes.len()) };
+    if err != 0 {
+        let _ = dev.qp_ids.free(index);
+        return Err(Error::from_errno(err));
+    }
+    // The caps really granted go back to the caller.
+    init.cap = cap;
+    // SAFETY: the core allocated `ibqp` with our size (type invariant).
+    let qp = unsafe { &mut *ibqp.cast::<RroceQp>() };
+    qp.ibqp.qp_num = qpn;
+    // INVARIANT: leaked until `destroy_qp`; never moved (pinned).
+    // SAFETY: we never move out of the box.
+    qp.state = KBox::into_raw(unsafe { Pin::into_inner_unchecked(state) });
+    Ok(())
+}
+
+fn to_abi(mi: crate::rdma::mmap::MmapInfo) -> crate::abi::MmapInfo {
+    crate::abi::MmapInfo {
+        offset: mi.offset,
+        size: mi.size,
+        pad: 0,
+    }
+}
+
+impl RroceQp {
+    /// # Safety
+    ///
+    /// `ibqp` is an rroce QP created successfully and not destroyed, alive
+    /// for `'a`.
+    unsafe fn state<'a>(ibqp: *mut sys::ib_qp) -> &'a QpState {
+        // SAFETY: per the type invariant and the caller.
+        unsafe { &*(*ibqp.cast::<RroceQp>()).state }
+    }
+}
+
+/// The `modify_qp` op.
+pub(crate) unsafe extern "C" fn modify_qp(
+    ibqp: *mut sys::ib_qp,
+    attr: *mut sys::ib_qp_attr,
+    mask: c_int,
+    _udata: *mut sys::ib_udata,
+) -> c_int {
+    // SAFETY: the core passes a live QP of ours and valid attributes.
+    match unsafe { modify(ibqp, &*attr, mask as u32) } {
+        Ok(()) => 0,
+        Err(e) => e.to_errno(),
+    }
+}
+
+/// # Safety
+///
+/// `ibqp` is a live rroce QP.
+unsafe fn modify(ibqp: *mut sys::ib_qp, attr: &sys::ib_qp_attr, mask: u32) -> Result {
+    // SAFETY: live QP per the caller.
+    let state = unsafe { RroceQp::state(ibqp) };
+    // Validate what does not need the lock, copying the AV out.
+    if mask_has(mask, sys::ib_qp_attr_mask_IB_QP_PATH_MTU)
+        && !(sys::ib_mtu_IB_MTU_256..=sys::ib_mtu_IB_MTU_4096).contains(&attr.path_mtu)
+    {
+        return Err(EINVAL);
+    }
+    if mask_has(mask, sys::ib_qp_attr_mask_IB_QP_MAX_QP_RD_ATOMIC)
+        && u32::from(attr.max_rd_atomic) > limits::MAX_QP_INIT_RD_ATOM
+    {
+        return Err(EINVAL);
+    }
+    if mask_has(mask, sys::ib_qp_attr_mask_IB_QP_MAX_DEST_RD_ATOMIC)
+        && u32::from(attr.max_dest_rd_atomic) > limits::MAX_QP_RD_ATOM
+    {
+        return Err(EINVAL);
+    }
+    if mask_has(mask, sys::ib_qp_attr_mask_IB_QP_PORT) && attr.port_num != 1 {
+        return Err(EINVAL);
+    }
+    if mask_has(mask, sys::ib_qp_attr_mask_IB_QP_PKEY_INDEX) && attr.pkey_index != 0 {
+        return Err(EINVAL);
+    }
+    if mask_has(mask, sys::ib_qp_attr_mask_IB_QP_ACCESS_FLAGS) {
+        check_qp_access(attr.qp_access_flags as u32)?;
+    }
+    if (mask_has(mask, sys::ib_qp_attr_mask_IB_QP_RETRY_CNT) && attr.retry_cnt > 7)
+        || (mask_has(mask, sys::ib_qp_attr_mask_IB_QP_RNR_RETRY) && attr.rnr_retry > 7)
+        || (mask_has(mask, sys::ib_qp_attr_mask_IB_QP_TIMEOUT) && attr.timeout > 31)
+        || (mask_has(mask, sys::ib_qp_attr_mask_IB_QP_MIN_RNR_TIMER) && attr.min_rnr_timer > 31)
+    {
+        return Err(EINVAL);
+    }
+    let av = if mask_has(mask, sys::ib_qp_attr_mask_IB_QP_AV) {
+        // SAFETY: the core resolved the AV's source GID entry, which stays
+        // referenced for the call.
+        Some(unsafe { av_from_attr(&attr.ah_attr)? })
+    } else {
+        None
+    };
+
+    let mut inner = state.inner.lock();
+    let cur = if mask_has(mask, sys::ib_qp_attr_mask_IB_QP_CUR_STATE) {
+        attr.cur_qp_state
+    } else {
+        inner.state
+    };
+    let new = if mask_has(mask, sys::ib_qp_attr_mask_IB_QP_STATE) {
+        attr.qp_state
+    } else {
+        cur
+    };
+    // SAFETY: pure function of its arguments.
+    if !unsafe { sys::ib_modify_qp_is_ok(cur, new, state.qp_type, mask) } {
+        return Err(EINVAL);
+    }
+    let a = &mut inner.attrs;
+    let set = |bit| mask_has(mask, bit);
+    if set(sys::ib_qp_attr_mask_IB_QP_PATH_MTU) {
+        a.path_mtu = attr.path_mtu;
+    }
+    if set(sys::ib_qp_attr_mask_IB_QP_QKEY) {
+        a.qkey = attr.qkey;
+    }
+    if set(sys::ib_qp_attr_mask_IB_QP_RQ_PSN) {
+        a.rq_psn = attr.rq_psn & 0x00ff_ffff;
+    }
+    if set(sys::ib_qp_attr_mask_IB_QP_SQ_PSN) {
+        a.sq_psn = attr.sq_psn & 0x00ff_ffff;
+    }
+    if set(sys::ib_qp_attr_mask_IB_QP_DEST_QPN) {
+        a.dest_qpn = attr.dest_qp_num & 0x00ff_ffff;
+    }
+    if set(sys::ib_qp_attr_mask_IB_QP_ACCESS_FLAGS) {
+        a.access = attr.qp_access_flags as u32;
+    }
+    if set(sys::ib_qp_attr_mask_IB_QP_PKEY_INDEX) {
+        a.pkey_index = attr.pkey_index;
+    }
+    if set(sys::ib_qp_attr_mask_IB_QP_PORT) {
+        a.port = attr.port_num;
+    }
+    if set(sys::ib_qp_attr_mask_IB_QP_MAX_QP_RD_ATOMIC) {
+        a.max_rd_atomic = attr.max_rd_atomic;
+    }
+    if set(sys::ib_qp_attr_mask_IB_QP_MAX_DEST_RD_ATOMIC) {
+        a.max_dest_rd_atomic = attr.max_dest_rd_atomic;
+    }
+    if set(sys::ib_qp_attr_mask_IB_QP_MIN_RNR_TIMER) {
+        a.min_rnr_timer = attr.min_rnr_timer;
+    }
+    if set(sys::ib_qp_attr_mask_IB_QP_TIMEOUT) {
+        a.timeout = attr.timeout;
+    }
+    if set(sys::ib_qp_attr_mask_IB_QP_RETRY_CNT) {
+        a.retry_cnt = attr.retry_cnt;
+    }
+    if set(sys::ib_qp_attr_mask_IB_QP_RNR_RETRY) {
+        a.rnr_retry = attr.rnr_retry;
+    }
+    if av.is_some() {
+        a.av = av;
+    }
+    inner.state = new;
+    Ok(())
+}
+
+/// The `query_qp` op.
+pub(crate) unsafe extern "C" fn query_qp(
+    ibqp: *mut sys::ib_qp,
+    attr: *mut sys::ib_qp_attr,
+    _mask: c_int,
+    init: *mut sys::ib_qp_init_attr,
+) -> c_int {
+    // SAFETY: the core passes a live QP of ours and structs to fill.
+    let (state, attr, init) = unsafe { (RroceQp::state(ibqp), &mut *attr, &mut *init) };
+    let inner = state.inner.lock();
+    let a = &inner.attrs;
+    attr.qp_state = inner.state;
+    attr.cur_qp_state = inner.state;
+    attr.path_mtu = a.path_mtu;
+    attr.qkey = a.qkey;
+    attr.rq_psn = a.rq_psn;
+    attr.sq_psn = a.sq_psn;
+    attr.dest_qp_num = a.dest_qpn;
+    attr.qp_access_flags = a.access as c_int;
+    attr.pkey_index = a.pkey_index;
+    attr.port_num = a.port;
+    attr.max_rd_atomic = a.max_rd_atomic;
+    attr.max_dest_rd_atomic = a.max_dest_rd_atomic;
+    attr.min_rnr_timer = a.min_rnr_timer;
+    attr.timeout = a.timeout;
+    attr.retry_cnt = a.retry_cnt;
+    attr.rnr_retry = a.rnr_retry;
+    attr.cap = inner.cap;
+    init.cap = inner.cap;
+    init.qp_type = state.qp_type;
+    init.sq_sig_type = sys::ib_sig_type_IB_SIGNAL_REQ_WR;
+    0
+}
+
+/// The `destroy_qp` op.
+pub(crate) unsafe extern "C" fn destroy_qp(
+    ibqp: *mut sys::ib_qp,
+    _udata: *mut sys::ib_udata,
+) -> c_int {
+    // SAFETY: the core passes one of our QPs, created successfully, after
+    // its last use.
+    let qp = unsafe { &mut *ibqp.cast::<RroceQp>() };
+    if !qp.state.is_null() {
+        // SAFETY: the QP belongs to one of our devices.
+        let dev = unsafe { RroceDev::from_ib(qp.ibqp.device) };
+        if dev.qp_ids.free(qp.ibqp.qp_num - FIRST_QPN).is_err() {
+            pr_warn!("QP {} was not allocated\n", qp.ibqp.qp_num);
+        }
+        // SAFETY: leaked in `create` (type invariant); reclaimed once.
+        drop(unsafe { KBox::from_raw(qp.state) });
+        qp.state = core::ptr::null_mut();
+    }
+    0
+}
+
+/// The `post_send` op. For user QPs (a null `wr` list) it is librxe's
+/// doorbell: WQEs are already in the mapped send queue.
+pub(crate) unsafe extern "C" fn post_send(
+    ibqp: *mut sys::ib_qp,
+    wr: *const sys::ib_send_wr,
+    bad_wr: *mut *const sys::ib_send_wr,
+) -> c_int {
+    // SAFETY: the core passes a live QP of ours.
+    let state = unsafe { RroceQp::state(ibqp) };
+    if !wr.is_null() && !bad_wr.is_null() {
+        // SAFETY: valid output pointer from the core.
+        unsafe { *bad_wr = wr };
+    }
+    let qp_state = state.inner.lock().state;
+    if qp_state < sys::ib_qp_state_IB_QPS_RTS {
+        // As rxe: the WQEs stay queued, the doorbell is refused.
+        return EINVAL.to_errno();
+    }
+    // Validate what the process published, so a corrupt producer index is
+    // reported even before the transport exists.
+    let mut sq = state.sq.ring;
+    if let Err(RingError::Overflow | RingError::IndexOutOfRange) = sq.available(&state.sq.buf) {
+        return EINVAL.to_errno();
+    }
+    pr_debug!("RC transport not implemented yet: send queue doorbell refused\n");
+    EOPNOTSUPP.to_errno()
+}
+
+/// Checks run by KUnit.
+pub(crate) mod selftest {
+    /// WQE geometry grows the caps to fill the element, as librxe expects.
+    pub(crate) fn wqe_geometry() -> Result<(), &'static str> {
+        let (size, sge, inline) = super::send_geometry(4, 0);
+        if size != 208 + 64 || sge != 4 || inline != 64 {
+            return Err("send WQE geometry for 4 SGEs is wrong");
+        }
+        let (size, sge, inline) = super::send_geometry(1, 220);
+        if size != 208 + 220 || sge != 13 || inline != 220 {
+            return Err("inline data must widen the SGE cap");
+        }
+        if super::recv_geometry(2) != 40 + 32 || super::recv_geometry(0) != 40 + 16 {
+            return Err("receive WQE geometry is wrong");
+        }
+        use crate::rdma::sys;
+        let rw = sys::ib_access_flags_IB_ACCESS_REMOTE_WRITE;
+        if super::check_qp_access(rw | sys::ib_access_flags_IB_ACCESS_REMOTE_READ).is_err()
+            || super::check_qp_access(sys::ib_access_flags_IB_ACCESS_MW_BIND).is_ok()
+        {
+            return Err("QP access flag rules are wrong");
+        }
+        Ok(())
+    }
+}
