@@ -74,6 +74,17 @@ if scripts/kunit-suites.py --coverage; then ok; else bad kunit-coverage; fi
 step "lint: rustfmt"
 if cargo fmt --check >/dev/null 2>&1 && rustfmt --edition 2021 --check src/rroce_main.rs >/dev/null 2>&1; then ok; else bad rustfmt; fi
 
+step "lint: clippy (host crate, and the module with the kernel's CLIPPY=1)"
+if cargo clippy --quiet --all-targets -- -D warnings 2>&1 | tee "$RROCE_CACHE/clippy.log" | grep -q . ||
+	! touch src/rroce_main.rs ||
+	scripts/build-module.sh CLIPPY=1 2>&1 | tee -a "$RROCE_CACHE/clippy.log" | grep -qiE 'warning|error'; then
+	cat "$RROCE_CACHE/clippy.log"
+	bad clippy
+else
+	ok
+	echo clean
+fi
+
 step "module build (warnings from rustc, gcc or objtool fail it)"
 touch src/rroce_main.rs src/rdma/helpers.c
 if ! scripts/build-module.sh 2>&1 | tee "$RROCE_CACHE/module-build.log"; then

@@ -105,6 +105,13 @@ pub(crate) unsafe fn av_from_attr(attr: *const sys::rdma_ah_attr) -> Result<Addr
 }
 
 /// The `create_ah` and `create_user_ah` ops.
+///
+/// # Safety
+///
+/// Called only by the RDMA core through rroce's `ib_device_ops`, with the
+/// arguments that op's contract describes: live objects of an rroce device,
+/// valid attribute and output pointers, and a udata that is null for kernel
+/// callers.
 pub(crate) unsafe extern "C" fn create_ah(
     ibah: *mut sys::ib_ah,
     init: *mut sys::rdma_ah_init_attr,
@@ -156,6 +163,13 @@ unsafe fn create(
 }
 
 /// The `destroy_ah` op.
+///
+/// # Safety
+///
+/// Called only by the RDMA core through rroce's `ib_device_ops`, with the
+/// arguments that op's contract describes: live objects of an rroce device,
+/// valid attribute and output pointers, and a udata that is null for kernel
+/// callers.
 pub(crate) unsafe extern "C" fn destroy_ah(ibah: *mut sys::ib_ah, _flags: u32) -> c_int {
     // SAFETY: the core passes one of our AHs, created successfully.
     let (dev, ah) = unsafe {

@@ -334,6 +334,11 @@ impl PinnedDrop for CqState {
 }
 
 /// The dispatcher: runs callbacks until the machine says it is done.
+///
+/// # Safety
+///
+/// Called by the workqueue with the `work` field of a live, pinned
+/// `CqState` (see `CqState::new`).
 unsafe extern "C" fn cq_work(work: *mut sys::work_struct) {
     // SAFETY: `work` is the `work` field of a pinned `CqState`, which is
     // not freed before this work item has finished (`Drop` flushes it).
@@ -408,6 +413,13 @@ unsafe fn udata_outlen(udata: *mut sys::ib_udata) -> usize {
 }
 
 /// The `create_cq` / `create_user_cq` op.
+///
+/// # Safety
+///
+/// Called only by the RDMA core through rroce's `ib_device_ops`, with the
+/// arguments that op's contract describes: live objects of an rroce device,
+/// valid attribute and output pointers, and a udata that is null for kernel
+/// callers.
 pub(crate) unsafe extern "C" fn create_cq(
     ibcq: *mut sys::ib_cq,
     attr: *const sys::ib_cq_init_attr,
@@ -468,6 +480,13 @@ unsafe fn create(
 }
 
 /// The `destroy_cq` op.
+///
+/// # Safety
+///
+/// Called only by the RDMA core through rroce's `ib_device_ops`, with the
+/// arguments that op's contract describes: live objects of an rroce device,
+/// valid attribute and output pointers, and a udata that is null for kernel
+/// callers.
 pub(crate) unsafe extern "C" fn destroy_cq(
     ibcq: *mut sys::ib_cq,
     _udata: *mut sys::ib_udata,
@@ -487,6 +506,13 @@ pub(crate) unsafe extern "C" fn destroy_cq(
 /// The `resize_user_cq` op: grows or shrinks the ring, keeping every
 /// completion not yet consumed. Shrinking below that count fails and
 /// leaves the CQ unchanged.
+///
+/// # Safety
+///
+/// Called only by the RDMA core through rroce's `ib_device_ops`, with the
+/// arguments that op's contract describes: live objects of an rroce device,
+/// valid attribute and output pointers, and a udata that is null for kernel
+/// callers.
 pub(crate) unsafe extern "C" fn resize_cq(
     ibcq: *mut sys::ib_cq,
     cqe: c_uint,
@@ -582,6 +608,13 @@ unsafe fn resize(ibcq: *mut sys::ib_cq, cqe: u32, udata: *mut sys::ib_udata) -> 
 
 /// The `poll_cq` op, for kernel consumers (user CQs are polled in
 /// userspace through the mapping).
+///
+/// # Safety
+///
+/// Called only by the RDMA core through rroce's `ib_device_ops`, with the
+/// arguments that op's contract describes: live objects of an rroce device,
+/// valid attribute and output pointers, and a udata that is null for kernel
+/// callers.
 pub(crate) unsafe extern "C" fn poll_cq(
     ibcq: *mut sys::ib_cq,
     num: c_int,
@@ -616,6 +649,13 @@ pub(crate) unsafe extern "C" fn poll_cq(
 }
 
 /// The `req_notify_cq` op.
+///
+/// # Safety
+///
+/// Called only by the RDMA core through rroce's `ib_device_ops`, with the
+/// arguments that op's contract describes: live objects of an rroce device,
+/// valid attribute and output pointers, and a udata that is null for kernel
+/// callers.
 pub(crate) unsafe extern "C" fn req_notify_cq(
     ibcq: *mut sys::ib_cq,
     flags: sys::ib_cq_notify_flags,
@@ -654,6 +694,9 @@ pub(crate) mod selftest {
         cpu: AtomicI32::new(-1),
     };
 
+    /// # Safety
+    ///
+    /// Called as a CQ's `comp_handler` by `CqState`'s work item.
     unsafe extern "C" fn handler(_cq: *mut sys::ib_cq, _ctx: *mut c_void) {
         if SEEN.running.fetch_add(1, Ordering::SeqCst) != 0 {
             SEEN.overlap.fetch_add(1, Ordering::SeqCst);

@@ -134,7 +134,7 @@ static LINK_OPS: KernelCell<sys::rdma_link_ops> = KernelCell(UnsafeCell::new(sys
         next: null_mut(),
         prev: null_mut(),
     },
-    type_: c"rroce".as_ptr().cast::<c_char>(),
+    type_: kernel::str::as_char_ptr_in_const_context(c"rroce"),
     newlink: Some(newlink),
     dellink: Some(dellink),
 }));
@@ -332,6 +332,10 @@ fn device_of_netdev(ndev: *mut sys::net_device) -> Option<*mut sys::ib_device> {
     (unsafe { sys::rroce_helper_ib_device_try_get(dev) } != 0).then_some(dev)
 }
 
+/// # Safety
+///
+/// Called by the RDMA core through rroce's `rdma_link_ops`, with the
+/// arguments that contract describes.
 unsafe extern "C" fn newlink(ibdev_name: *const c_char, ndev: *mut sys::net_device) -> c_int {
     // SAFETY: the RDMA core passes a valid name and a referenced netdev.
     to_c(unsafe { add_device(ibdev_name, ndev) })
@@ -386,7 +390,7 @@ unsafe fn add_device(name: *const c_char, ndev: *mut sys::net_device) -> Result 
         for (dst, src) in d.node_desc.iter_mut().zip(desc.iter()) {
             *dst = *src;
         }
-        d.node_type = sys::RDMA_NODE_IB_CA as _;
+        d.node_type = sys::RDMA_NODE_IB_CA as u8;
         d.phys_port_cnt = 1;
         d.num_comp_vectors = sys::rroce_helper_num_possible_cpus() as c_int;
         d.local_dma_lkey = 0;
@@ -435,11 +439,21 @@ unsafe fn add_device(name: *const c_char, ndev: *mut sys::net_device) -> Result 
     Ok(())
 }
 
+/// # Safety
+///
+/// Called by the RDMA core through rroce's `rdma_link_ops`, with the
+/// arguments that contract describes.
 unsafe extern "C" fn dellink(_ibdev: *mut sys::ib_device) -> c_int {
     // Nothing beyond what unregistration does; the core unregisters next.
     0
 }
 
+/// # Safety
+///
+/// Called only by the RDMA core through rroce's `ib_device_ops`, with the
+/// arguments that op's contract describes: live objects of an rroce device,
+/// valid attribute and output pointers, and a udata that is null for kernel
+/// callers.
 unsafe extern "C" fn dealloc_driver(ibdev: *mut sys::ib_device) {
     // The core frees the memory after this returns.
     if let Some(ndev) = DEVICES.lock().remove(ibdev) {
@@ -450,6 +464,13 @@ unsafe extern "C" fn dealloc_driver(ibdev: *mut sys::ib_device) {
 
 /// The `get_netdev` op: the netdev bound to port 1, referenced, or null
 /// once it has unregistered.
+///
+/// # Safety
+///
+/// Called only by the RDMA core through rroce's `ib_device_ops`, with the
+/// arguments that op's contract describes: live objects of an rroce device,
+/// valid attribute and output pointers, and a udata that is null for kernel
+/// callers.
 unsafe extern "C" fn get_netdev(ibdev: *mut sys::ib_device, port: u32) -> *mut sys::net_device {
     if port != 1 {
         return null_mut();
@@ -466,6 +487,9 @@ unsafe extern "C" fn get_netdev(ibdev: *mut sys::ib_device, port: u32) -> *mut s
     }
 }
 
+/// # Safety
+///
+/// Called by the netdev notifier chain with a `struct netdev_notifier_info`.
 unsafe extern "C" fn netdev_event(
     _nb: *mut sys::notifier_block,
     event: c_ulong,
@@ -512,7 +536,12 @@ unsafe extern "C" fn netdev_event(
 
 /// The ops table handed to `ib_set_device_ops` (which copies it).
 fn device_ops() -> sys::ib_device_ops {
-    let mut ops = sys::ib_device_ops::default();
+    let mut ops = sys::ib_device_ops {
+        owner: <crate::Rroce as ModuleMetadata>::THIS_MODULE
+            .as_ptr()
+            .cast(),
+        ..Default::default()
+    };
     ops.owner = <crate::Rroce as ModuleMetadata>::THIS_MODULE
         .as_ptr()
         .cast();
@@ -571,6 +600,12 @@ unsafe fn udata_nonempty(udata: *mut sys::ib_udata) -> bool {
     !udata.is_null() && unsafe { (*udata).inlen != 0 || (*udata).outlen != 0 }
 }
 
+/// # Safety
+///
+/// Called only by the RDMA core through rroce's `ib_device_ops`, with the
+/// arguments that op's contract describes: live objects of an rroce device,
+/// valid attribute and output pointers, and a udata that is null for kernel
+/// callers.
 unsafe extern "C" fn query_device(
     _ibdev: *mut sys::ib_device,
     attr: *mut sys::ib_device_attr,
@@ -596,7 +631,7 @@ unsafe extern "C" fn query_device(
         | sys::ib_device_cap_flags_IB_DEVICE_RC_RNR_NAK_GEN
         | sys::ib_device_cap_flags_IB_DEVICE_SRQ_RESIZE) as u64;
     // `rdma link del` may unregister the device.
-    a.kernel_cap_flags = sys::ib_kernel_cap_flags_IBK_ALLOW_USER_UNREG as u64;
+    a.kernel_cap_flags = sys::ib_kernel_cap_flags_IBK_ALLOW_USER_UNREG.into();
     a.max_send_sge = limits::MAX_SEND_SGE;
     a.max_recv_sge = limits::MAX_RECV_SGE;
     a.max_sge_rd = limits::MAX_SGE_RD;
@@ -619,6 +654,12 @@ unsafe extern "C" fn query_device(
     0
 }
 
+/// # Safety
+///
+/// Called only by the RDMA core through rroce's `ib_device_ops`, with the
+/// arguments that op's contract describes: live objects of an rroce device,
+/// valid attribute and output pointers, and a udata that is null for kernel
+/// callers.
 unsafe extern "C" fn query_port(
     ibdev: *mut sys::ib_device,
     port: u32,
@@ -663,6 +704,12 @@ unsafe extern "C" fn query_port(
     unsafe { sys::ib_get_eth_speed(ibdev, 1, &mut a.active_speed, &mut a.active_width) }
 }
 
+/// # Safety
+///
+/// Called only by the RDMA core through rroce's `ib_device_ops`, with the
+/// arguments that op's contract describes: live objects of an rroce device,
+/// valid attribute and output pointers, and a udata that is null for kernel
+/// callers.
 unsafe extern "C" fn get_port_immutable(
     ibdev: *mut sys::ib_device,
     port: u32,
@@ -683,6 +730,12 @@ unsafe extern "C" fn get_port_immutable(
     0
 }
 
+/// # Safety
+///
+/// Called only by the RDMA core through rroce's `ib_device_ops`, with the
+/// arguments that op's contract describes: live objects of an rroce device,
+/// valid attribute and output pointers, and a udata that is null for kernel
+/// callers.
 unsafe extern "C" fn get_link_layer(
     _ibdev: *mut sys::ib_device,
     _port: u32,
@@ -690,6 +743,12 @@ unsafe extern "C" fn get_link_layer(
     sys::rdma_link_layer_IB_LINK_LAYER_ETHERNET
 }
 
+/// # Safety
+///
+/// Called only by the RDMA core through rroce's `ib_device_ops`, with the
+/// arguments that op's contract describes: live objects of an rroce device,
+/// valid attribute and output pointers, and a udata that is null for kernel
+/// callers.
 unsafe extern "C" fn query_pkey(
     _ibdev: *mut sys::ib_device,
     _port: u32,
@@ -704,6 +763,12 @@ unsafe extern "C" fn query_pkey(
     0
 }
 
+/// # Safety
+///
+/// Called only by the RDMA core through rroce's `ib_device_ops`, with the
+/// arguments that op's contract describes: live objects of an rroce device,
+/// valid attribute and output pointers, and a udata that is null for kernel
+/// callers.
 unsafe extern "C" fn alloc_ucontext(
     _uctx: *mut sys::ib_ucontext,
     _udata: *mut sys::ib_udata,
@@ -711,6 +776,12 @@ unsafe extern "C" fn alloc_ucontext(
     0
 }
 
+/// # Safety
+///
+/// Called only by the RDMA core through rroce's `ib_device_ops`, with the
+/// arguments that op's contract describes: live objects of an rroce device,
+/// valid attribute and output pointers, and a udata that is null for kernel
+/// callers.
 unsafe extern "C" fn dealloc_ucontext(_uctx: *mut sys::ib_ucontext) {}
 
 /// The `disassociate_ucontext` op. Its presence lets the RDMA core remove a
@@ -719,12 +790,31 @@ unsafe extern "C" fn dealloc_ucontext(_uctx: *mut sys::ib_ucontext) {}
 /// fails their later calls. Nothing else is needed: no mapping of a queue
 /// buffer refers to rroce's code or to memory that can be reused (see
 /// `rdma::mmap`).
+///
+/// # Safety
+///
+/// Called only by the RDMA core through rroce's `ib_device_ops`, with the
+/// arguments that op's contract describes: live objects of an rroce device,
+/// valid attribute and output pointers, and a udata that is null for kernel
+/// callers.
 unsafe extern "C" fn disassociate_ucontext(_uctx: *mut sys::ib_ucontext) {}
 
+/// # Safety
+///
+/// Called only by the RDMA core through rroce's `ib_device_ops`, with the
+/// arguments that op's contract describes: live objects of an rroce device,
+/// valid attribute and output pointers, and a udata that is null for kernel
+/// callers.
 unsafe extern "C" fn alloc_pd(_pd: *mut sys::ib_pd, _udata: *mut sys::ib_udata) -> c_int {
     0
 }
 
+/// # Safety
+///
+/// Called only by the RDMA core through rroce's `ib_device_ops`, with the
+/// arguments that op's contract describes: live objects of an rroce device,
+/// valid attribute and output pointers, and a udata that is null for kernel
+/// callers.
 unsafe extern "C" fn dealloc_pd(_pd: *mut sys::ib_pd, _udata: *mut sys::ib_udata) -> c_int {
     0
 }

@@ -109,6 +109,13 @@ fn err_ptr<T>(e: Error) -> *mut T {
 }
 
 /// The `get_dma_mr` op.
+///
+/// # Safety
+///
+/// Called only by the RDMA core through rroce's `ib_device_ops`, with the
+/// arguments that op's contract describes: live objects of an rroce device,
+/// valid attribute and output pointers, and a udata that is null for kernel
+/// callers.
 pub(crate) unsafe extern "C" fn get_dma_mr(pd: *mut sys::ib_pd, access: c_int) -> *mut sys::ib_mr {
     let access = access as u32;
     if let Err(e) = check_access(access) {
@@ -131,6 +138,13 @@ pub(crate) unsafe extern "C" fn get_dma_mr(pd: *mut sys::ib_pd, access: c_int) -
 }
 
 /// The `reg_user_mr` op: pins `[start, start + length)` of the caller.
+///
+/// # Safety
+///
+/// Called only by the RDMA core through rroce's `ib_device_ops`, with the
+/// arguments that op's contract describes: live objects of an rroce device,
+/// valid attribute and output pointers, and a udata that is null for kernel
+/// callers.
 pub(crate) unsafe extern "C" fn reg_user_mr(
     pd: *mut sys::ib_pd,
     start: u64,
@@ -187,6 +201,13 @@ pub(crate) unsafe extern "C" fn reg_user_mr(
 }
 
 /// The `dereg_mr` op.
+///
+/// # Safety
+///
+/// Called only by the RDMA core through rroce's `ib_device_ops`, with the
+/// arguments that op's contract describes: live objects of an rroce device,
+/// valid attribute and output pointers, and a udata that is null for kernel
+/// callers.
 pub(crate) unsafe extern "C" fn dereg_mr(
     ibmr: *mut sys::ib_mr,
     _udata: *mut sys::ib_udata,

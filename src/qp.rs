@@ -186,6 +186,13 @@ fn recv_geometry(max_recv_sge: u32) -> usize {
 }
 
 /// The `create_qp` op (user RC and UD QPs).
+///
+/// # Safety
+///
+/// Called only by the RDMA core through rroce's `ib_device_ops`, with the
+/// arguments that op's contract describes: live objects of an rroce device,
+/// valid attribute and output pointers, and a udata that is null for kernel
+/// callers.
 pub(crate) unsafe extern "C" fn create_qp(
     ibqp: *mut sys::ib_qp,
     init: *mut sys::ib_qp_init_attr,
@@ -310,6 +317,13 @@ impl RroceQp {
 }
 
 /// The `modify_qp` op.
+///
+/// # Safety
+///
+/// Called only by the RDMA core through rroce's `ib_device_ops`, with the
+/// arguments that op's contract describes: live objects of an rroce device,
+/// valid attribute and output pointers, and a udata that is null for kernel
+/// callers.
 pub(crate) unsafe extern "C" fn modify_qp(
     ibqp: *mut sys::ib_qp,
     attr: *mut sys::ib_qp_attr,
@@ -436,6 +450,13 @@ unsafe fn modify(ibqp: *mut sys::ib_qp, attr: &sys::ib_qp_attr, mask: u32) -> Re
 }
 
 /// The `query_qp` op.
+///
+/// # Safety
+///
+/// Called only by the RDMA core through rroce's `ib_device_ops`, with the
+/// arguments that op's contract describes: live objects of an rroce device,
+/// valid attribute and output pointers, and a udata that is null for kernel
+/// callers.
 pub(crate) unsafe extern "C" fn query_qp(
     ibqp: *mut sys::ib_qp,
     attr: *mut sys::ib_qp_attr,
@@ -470,6 +491,13 @@ pub(crate) unsafe extern "C" fn query_qp(
 }
 
 /// The `destroy_qp` op.
+///
+/// # Safety
+///
+/// Called only by the RDMA core through rroce's `ib_device_ops`, with the
+/// arguments that op's contract describes: live objects of an rroce device,
+/// valid attribute and output pointers, and a udata that is null for kernel
+/// callers.
 pub(crate) unsafe extern "C" fn destroy_qp(
     ibqp: *mut sys::ib_qp,
     _udata: *mut sys::ib_udata,
@@ -492,6 +520,13 @@ pub(crate) unsafe extern "C" fn destroy_qp(
 
 /// The `post_send` op. For user QPs (a null `wr` list) it is librxe's
 /// doorbell: WQEs are already in the mapped send queue.
+///
+/// # Safety
+///
+/// Called only by the RDMA core through rroce's `ib_device_ops`, with the
+/// arguments that op's contract describes: live objects of an rroce device,
+/// valid attribute and output pointers, and a udata that is null for kernel
+/// callers.
 pub(crate) unsafe extern "C" fn post_send(
     ibqp: *mut sys::ib_qp,
     wr: *const sys::ib_send_wr,

@@ -95,7 +95,8 @@ impl QueueBuf {
             .filter(|s| *s != 0 && *s <= u32::MAX as usize)
             .ok_or(EINVAL)?;
         // SAFETY: plain allocation.
-        let raw = unsafe { sys::rroce_helper_vmalloc_user(size as _) }.cast::<u8>();
+        let raw =
+            unsafe { sys::rroce_helper_vmalloc_user(size as kernel::ffi::c_ulong) }.cast::<u8>();
         let ptr = NonNull::new(raw).ok_or(ENOMEM)?;
         if uctx.is_null() {
             // INVARIANT: kernel-only buffer, owned by `self`.
@@ -203,6 +204,13 @@ impl Drop for QueueBuf {
 }
 
 /// The device's `mmap_free` op: the last reference to an entry is gone.
+///
+/// # Safety
+///
+/// Called only by the RDMA core through rroce's `ib_device_ops`, with the
+/// arguments that op's contract describes: live objects of an rroce device,
+/// valid attribute and output pointers, and a udata that is null for kernel
+/// callers.
 pub(crate) unsafe extern "C" fn mmap_free(entry: *mut sys::rdma_user_mmap_entry) {
     // SAFETY: every entry rroce inserts is a `MmapEntry` allocated with
     // `KBox` (type invariant); the core calls this exactly once.
@@ -213,6 +221,13 @@ pub(crate) unsafe extern "C" fn mmap_free(entry: *mut sys::rdma_user_mmap_entry)
 
 /// The device's `mmap` op: maps the queue buffer registered at the VMA's
 /// offset.
+///
+/// # Safety
+///
+/// Called only by the RDMA core through rroce's `ib_device_ops`, with the
+/// arguments that op's contract describes: live objects of an rroce device,
+/// valid attribute and output pointers, and a udata that is null for kernel
+/// callers.
 pub(crate) unsafe extern "C" fn mmap(
     uctx: *mut sys::ib_ucontext,
     vma: *mut sys::vm_area_struct,
