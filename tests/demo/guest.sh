@@ -26,14 +26,14 @@ say "rroce: verbs objects through the stock rdma-core (samples/rroce_objects)"
 ip netns exec ns0 ./build/samples/rroce_objects -d rroce0 || exit 1
 
 rc1=0 rc2=0
-# rroce does not implement queue pairs yet (the RC transport issue); until it
+# rroce has no RoCEv2 transport yet (the RC transport issue); until it
 # does, perftest runs on the reference driver instead.
 RROCE_HAS_QPS=0
 if [ $RROCE_HAS_QPS = 1 ]; then
 	DEV0=rroce0 DEV1=rroce1
 else
-	say "NOT THERE YET: rroce has no queue pairs / RoCEv2 transport yet, so perftest"
-	echo "cannot run on it. The same two-namespace perftest path, with the in-tree"
+	say "NOT THERE YET: rroce has queue pair objects but no RoCEv2 transport yet, so"
+	echo "perftest cannot run on it. The same two-namespace perftest path, with the in-tree"
 	echo "reference rdma_rxe on the same veth pair, shows what make demo will run:"
 	ip netns exec ns0 rdma link del rroce0
 	ip netns exec ns1 rdma link del rroce1
