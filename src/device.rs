@@ -39,7 +39,7 @@ use core::{
     cell::UnsafeCell,
     mem::size_of,
     ptr::null_mut,
-    sync::atomic::{AtomicU32, Ordering},
+    sync::atomic::{AtomicPtr, AtomicU32, Ordering},
 };
 
 use kernel::{
@@ -49,10 +49,13 @@ use kernel::{
     ModuleMetadata, //
 };
 
-use crate::{engine::index::IndexAllocator, rdma::sys};
+use crate::{engine::index::IndexAllocator, rdma::sys, table::RcuTable};
 
 /// `IB_MGMT_MAD_SIZE` from `rdma/ib_mad.h`: a 24-byte MAD header + 232 bytes.
 const IB_MGMT_MAD_SIZE: u32 = 256;
+
+/// QP numbers are allocator indices (from 1) plus the two special QPs.
+const FIRST_QPN_SLOTS: usize = 3;
 
 /// Largest number of rroce devices at once (one per netdev).
 const MAX_DEVICES: usize = 64;
@@ -101,6 +104,15 @@ pub(crate) struct RroceDev {
     pub(crate) mr_ids: IndexAllocator<{ limits::ID_WORDS }>,
     /// QP numbers, offset by the two special QPs.
     pub(crate) qp_ids: IndexAllocator<{ limits::QP_ID_WORDS }>,
+    /// MRs by index, for the transport (see `crate::table`).
+    pub(crate) mrs: RcuTable<crate::mr::RroceMr>,
+    /// QPs by number, for the transport.
+    pub(crate) qps: RcuTable<crate::qp::QpState>,
+    /// The bound netdev while it is registered (cleared, for RCU readers,
+    /// when it unregisters); the registry holds the reference.
+    ndev: AtomicPtr<sys::net_device>,
+    /// The netdev's namespace key for `net::put`, 0 if none was taken.
+    net: usize,
 }
 
 /// The objects whose size the core must know. Each starts with the core's
@@ -219,6 +231,8 @@ impl Registration {
     pub(crate) fn new() -> Result<Self> {
         // SAFETY: called once, from module init, before any other use.
         unsafe { DEVICES.init() };
+        crate::net::init();
+        crate::transport::init();
         // SAFETY: `NETDEV_NB` is a static notifier block that stays
         // registered until `Drop`, which unregisters it.
         to_result(unsafe { sys::register_netdevice_notifier(NETDEV_NB.get()) })?;
@@ -316,6 +330,17 @@ impl RroceDev {
         unsafe { &*ibdev.cast::<RroceDev>() }
     }
 
+    /// The netdev, while registered; use it only inside the RCU read-side
+    /// section the caller holds.
+    pub(crate) fn netdev(&self, _guard: &kernel::sync::rcu::Guard) -> *mut sys::net_device {
+        self.ndev.load(Ordering::Acquire)
+    }
+
+    /// The active MTU as an `enum ib_mtu`.
+    pub(crate) fn active_mtu(&self) -> sys::ib_mtu {
+        self.active_mtu.load(Ordering::Relaxed)
+    }
+
     fn set_mtu(&self, netdev_mtu: u32) {
         self.active_mtu
             .store(ib_mtu_for_netdev_mtu(netdev_mtu), Ordering::Relaxed);
@@ -324,7 +349,7 @@ impl RroceDev {
 
 /// Finds rroce's device bound to `ndev`, with a reference the caller must
 /// drop with `ib_device_put`.
-fn device_of_netdev(ndev: *mut sys::net_device) -> Option<*mut sys::ib_device> {
+pub(crate) fn device_of_netdev(ndev: *mut sys::net_device) -> Option<*mut sys::ib_device> {
     let mut list = DEVICES.lock();
     let dev = list.by_ndev(ndev)?.dev as *mut sys::ib_device;
     // SAFETY: `dev` is allocated while in the registry (type invariant of
@@ -403,8 +428,36 @@ unsafe fn add_device(name: *const c_char, ndev: *mut sys::net_device) -> Result 
         core::ptr::addr_of_mut!((*rdev).mr_ids).write(IndexAllocator::new());
         core::ptr::addr_of_mut!((*rdev).qp_ids).write(IndexAllocator::new());
         RroceDev::from_ib(ibdev).set_mtu(mtu);
+        (*rdev).ndev.store(ndev, Ordering::Release);
         let ops = device_ops();
         sys::ib_set_device_ops(ibdev, &ops);
+    }
+
+    // Object tables and the namespace's UDP sockets, released in
+    // `dealloc_driver` (or below on failure).
+    let tables = RcuTable::new(limits::MAX_MR as usize + 1)
+        .and_then(|m| Ok((m, RcuTable::new(limits::MAX_QP as usize + FIRST_QPN_SLOTS)?)));
+    // SAFETY: `ndev` is valid per the caller.
+    let socks = tables
+        .as_ref()
+        .map_err(|e| *e)
+        .and_then(|_| unsafe { crate::net::get(ndev) });
+    match (tables, socks) {
+        (Ok((mrs, qps)), Ok(())) => {
+            let rdev = ibdev.cast::<RroceDev>();
+            // SAFETY: not yet visible to anyone; the fields hold zeroed
+            // (empty) tables, which need no drop.
+            unsafe {
+                core::ptr::addr_of_mut!((*rdev).mrs).write(mrs);
+                core::ptr::addr_of_mut!((*rdev).qps).write(qps);
+                (*rdev).net = crate::net::net_of(ndev);
+            }
+        }
+        (_, Err(e)) | (Err(e), _) => {
+            // SAFETY: never registered, still ours.
+            unsafe { sys::ib_dealloc_device(ibdev) };
+            return Err(e);
+        }
     }
 
     // The netdev is not given to the core (`ib_device_set_netdev`), see the
@@ -460,6 +513,18 @@ unsafe extern "C" fn dealloc_driver(ibdev: *mut sys::ib_device) {
         // SAFETY: the registry held this reference.
         unsafe { sys::rroce_helper_dev_put(ndev) };
     }
+    let rdev = ibdev.cast::<RroceDev>();
+    // SAFETY: ours and no longer used by anyone: every object is gone and
+    // no packet can find the device (it left the registry above). Zeroed
+    // tables (a failed `add_device`) are empty and drop as no-ops.
+    unsafe {
+        if (*rdev).net != 0 {
+            crate::net::put((*rdev).net);
+            (*rdev).net = 0;
+        }
+        core::ptr::drop_in_place(core::ptr::addr_of_mut!((*rdev).mrs));
+        core::ptr::drop_in_place(core::ptr::addr_of_mut!((*rdev).qps));
+    }
 }
 
 /// The `get_netdev` op: the netdev bound to port 1, referenced, or null
@@ -508,6 +573,10 @@ unsafe extern "C" fn netdev_event(
                 slot.ndev = 0;
                 ndev
             });
+            // SAFETY: `ibdev` is one of ours and referenced.
+            unsafe { RroceDev::from_ib(ibdev) }
+                .ndev
+                .store(null_mut(), Ordering::Release);
             // SAFETY: drops the registry's reference; `ibdev` is
             // referenced, and the unregistration is queued as RTNL is held.
             unsafe {

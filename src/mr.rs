@@ -43,12 +43,103 @@ pub(crate) fn check_access(access: u32) -> Result {
 /// `ibmr` is first, so the core's `*mut ib_mr` for an rroce MR is a
 /// `*mut RroceMr` allocated by [`new_mr`] with `KBox`. `umem` is null for a
 /// DMA MR, else a pinned umem owned by this MR.
+/// `pages` lists the umem's pages in order (empty for a DMA MR);
+/// `page_off` is the offset of `iova` in the first page.
 #[repr(C)]
 pub(crate) struct RroceMr {
     ibmr: sys::ib_mr,
     umem: *mut sys::ib_umem,
     index: u32,
     access: u32,
+    pages: KVVec<*mut sys::page>,
+    page_off: usize,
+}
+
+// SAFETY: the MR is immutable after creation; its pages are pinned and may
+// be copied to and from in any context.
+unsafe impl Sync for RroceMr {}
+// SAFETY: as above.
+unsafe impl Send for RroceMr {}
+
+/// Why a memory access through an MR was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum AccessError {
+    /// Unknown key, other PD, or missing access right.
+    Key,
+    /// Outside the MR.
+    Bounds,
+}
+
+impl RroceMr {
+    /// Checks that `[va, va + len)` lies in the MR, on `pd`, with every
+    /// `need` access flag.
+    pub(crate) fn check(
+        &self,
+        pd: *mut sys::ib_pd,
+        va: u64,
+        len: u64,
+        need: u32,
+    ) -> Result<(), AccessError> {
+        if self.ibmr.pd != pd || self.access & need != need {
+            return Err(AccessError::Key);
+        }
+        if self.umem.is_null() {
+            // A DMA MR: kernel consumers only, not reachable from user QPs.
+            return Err(AccessError::Key);
+        }
+        let end = va.checked_add(len).ok_or(AccessError::Bounds)?;
+        let mr_end = self
+            .ibmr
+            .iova
+            .checked_add(self.ibmr.length)
+            .ok_or(AccessError::Bounds)?;
+        if va < self.ibmr.iova || end > mr_end {
+            return Err(AccessError::Bounds);
+        }
+        Ok(())
+    }
+
+    /// Copies between `buf` and the MR at `va` (checked with [`Self::check`]
+    /// by the caller; re-checked against the page list here).
+    fn copy(&self, va: u64, buf: *mut u8, len: usize, to_mr: bool) -> Result<(), AccessError> {
+        let start = va.checked_sub(self.ibmr.iova).ok_or(AccessError::Bounds)?;
+        let mut pos = usize::try_from(start).map_err(|_| AccessError::Bounds)? + self.page_off;
+        let mut done = 0usize;
+        const PAGE: usize = kernel::page::PAGE_SIZE;
+        while done < len {
+            let page = *self.pages.get(pos / PAGE).ok_or(AccessError::Bounds)?;
+            let off = pos % PAGE;
+            let n = (PAGE - off).min(len - done);
+            // SAFETY: `page` is pinned by the MR's umem; `off + n` stays in
+            // the page; `buf + done` has `n` bytes (caller).
+            unsafe {
+                sys::rroce_helper_page_copy(page, off as u32, buf.add(done).cast(), n as u32, to_mr)
+            };
+            done += n;
+            pos += n;
+        }
+        Ok(())
+    }
+
+    /// Copies `data` into the MR at `va`.
+    pub(crate) fn write(&self, va: u64, data: &[u8]) -> Result<(), AccessError> {
+        self.copy(va, data.as_ptr().cast_mut(), data.len(), true)
+    }
+
+    /// Fills `buf` from the MR at `va`.
+    pub(crate) fn read(&self, va: u64, buf: &mut [u8]) -> Result<(), AccessError> {
+        self.copy(va, buf.as_mut_ptr(), buf.len(), false)
+    }
+}
+
+/// The MR with `key` on `dev`, valid while `guard` is held.
+pub(crate) fn lookup<'g>(
+    dev: &RroceDev,
+    key: u32,
+    guard: &'g kernel::sync::rcu::Guard,
+) -> Option<&'g RroceMr> {
+    let mr = dev.mrs.get((key >> 8) as usize, guard)?;
+    (mr.ibmr.lkey == key).then_some(mr)
 }
 
 static KEY_SALT: AtomicU32 = AtomicU32::new(0);
@@ -83,12 +174,39 @@ unsafe fn new_mr(
     ibmr.iova = iova;
     ibmr.length = length;
     ibmr.type_ = mr_type;
+    ibmr.pd = pd;
+    let mut pages = KVVec::new();
+    let mut page_off = 0;
+    if !umem.is_null() {
+        // SAFETY: `umem` is pinned and ours.
+        let n = unsafe { sys::rroce_helper_umem_num_pages(umem) } as usize;
+        // SAFETY: as above.
+        page_off = unsafe { sys::rroce_helper_umem_offset(umem) } as usize;
+        let filled = pages.reserve(n, GFP_KERNEL).map(|()| {
+            // SAFETY: room for `n` pointers; the helper writes at most
+            // `n` and returns how many.
+            unsafe {
+                let got = sys::rroce_helper_umem_pages(
+                    umem,
+                    pages.as_mut_ptr(),
+                    n as kernel::ffi::c_ulong,
+                ) as usize;
+                pages.inc_len(got.min(n));
+            }
+        });
+        if filled.is_err() {
+            let _ = dev.mr_ids.free(index);
+            return Err(ENOMEM);
+        }
+    }
     let mr = match KBox::new(
         RroceMr {
             ibmr,
             umem,
             index,
             access,
+            pages,
+            page_off,
         },
         GFP_KERNEL,
     ) {
@@ -101,7 +219,11 @@ unsafe fn new_mr(
     };
     // INVARIANT: `ibmr` is first and the box is leaked to the core until
     // `dereg_mr`.
-    Ok(KBox::into_raw(mr).cast())
+    let raw = KBox::into_raw(mr);
+    // Published for the transport; cleared (with a grace period) in
+    // `dereg_mr` before the MR is freed.
+    let _ = dev.mrs.set(index as usize, raw);
+    Ok(raw.cast())
 }
 
 fn err_ptr<T>(e: Error) -> *mut T {
@@ -217,6 +339,10 @@ pub(crate) unsafe extern "C" fn dereg_mr(
     let mr = unsafe { KBox::from_raw(ibmr.cast::<RroceMr>()) };
     // SAFETY: the MR belongs to one of our devices.
     let dev = unsafe { RroceDev::from_ib(mr.ibmr.device) };
+    // The transport may still hold it inside an RCU read-side section.
+    dev.mrs.clear(mr.index as usize);
+    // SAFETY: plain function call, process context.
+    unsafe { sys::rroce_helper_synchronize_rcu() };
     if !mr.umem.is_null() {
         // SAFETY: owned by the MR (type invariant).
         unsafe { sys::ib_umem_release(mr.umem) };

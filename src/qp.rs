@@ -11,101 +11,148 @@
 //! `ib_modify_qp_is_ok` (the IBTA table), attribute values against rroce's
 //! limits.
 //!
-//! What is not here yet (the RC transport): the requester, responder and
-//! completer, so `post_send` refuses the doorbell of a QP in RTS with
-//! `EOPNOTSUPP`; kernel QPs (and with them `post_recv` and the GSI QP) are
-//! refused, so the RDMA core does not treat rroce as a kernel verbs
-//! provider yet.
+//! The RC transport (`crate::transport`) runs under the QP lock from the
+//! send-queue doorbell, from received packets and from the QP's timer.
+//! UD QPs exist as objects, but their datagrams are not sent yet; kernel QPs
+//! (and with them `post_recv` and the GSI QP) are refused, so the RDMA core
+//! does not treat rroce as a kernel verbs provider yet.
 //!
-//! Locking: `QpState::inner` (IRQ-safe spinlock) protects the state and the
-//! attributes; the rings are only allocated at create and freed at destroy.
+//! Locking: `QpState::inner` (IRQ-safe spinlock) protects the state, the
+//! attributes, the ring indices and the transport; the ring buffers are
+//! only allocated at create and freed at destroy. Packets are built under
+//! the lock and sent after it is dropped, in order (`flush_tx`).
 
-use core::{mem::size_of, pin::Pin, sync::atomic::Ordering};
+use core::{
+    mem::size_of,
+    pin::Pin,
+    sync::atomic::{AtomicBool, Ordering},
+};
 
-use kernel::{ffi::c_int, new_spinlock_irq, prelude::*, sync::SpinLockIrq};
+use kernel::{
+    ffi::{c_int, c_void},
+    new_spinlock_irq,
+    prelude::*,
+    sync::{rcu, SpinLockIrq},
+};
 
 use crate::{
     ah::{av_from_attr, AddressVector},
     device::{limits, RroceDev},
-    engine::ring::{offset, Consumer, Layout, RingError},
+    engine::{
+        ring::{offset, Consumer, Layout, RingError},
+        wire::{self, Direction, Transport},
+    },
+    net::{Skb, COUNTERS},
     rdma::{mmap::QueueBuf, sys},
+    transport::{self, Ctx, Req, Resp, SendOp},
 };
 
-/// One work queue (SQ or RQ) of a QP.
+/// A ring buffer of at least `max_wr` elements of `elem` bytes, with its
+/// consumer.
 ///
-/// # Invariants
+/// # Safety
 ///
-/// `buf` holds `ring.layout().total_bytes()` bytes with that layout in its
-/// header.
-struct WorkQueue {
-    buf: QueueBuf,
-    ring: Consumer,
-    max_sge: u32,
-    max_inline: u32,
-}
-
-impl WorkQueue {
-    /// A ring of at least `max_wr` elements of `elem` bytes.
-    ///
-    /// # Safety
-    ///
-    /// `uctx` is the live ucontext of the creating process.
-    unsafe fn new(max_wr: u32, elem: usize, uctx: *mut sys::ib_ucontext) -> Result<(Self, Layout)> {
-        let layout = Layout::new(max_wr, elem).map_err(|_| EINVAL)?;
-        // SAFETY: forwarded from the caller.
-        let buf = unsafe { QueueBuf::new(layout.total_bytes(), uctx)? };
-        buf.header_word(offset::LOG2_ELEM_SIZE)
-            .store(layout.log2_elem_size(), Ordering::Relaxed);
-        buf.header_word(offset::INDEX_MASK)
-            .store(layout.index_mask(), Ordering::Relaxed);
-        layout.init_indices(&buf, 0).map_err(|_| EINVAL)?;
-        Ok((
-            WorkQueue {
-                buf,
-                ring: Consumer::new(layout),
-                max_sge: 0,
-                max_inline: 0,
-            },
-            layout,
-        ))
-    }
+/// `uctx` is the live ucontext of the creating process.
+unsafe fn new_ring(
+    max_wr: u32,
+    elem: usize,
+    uctx: *mut sys::ib_ucontext,
+) -> Result<(QueueBuf, Consumer, Layout)> {
+    let layout = Layout::new(max_wr, elem).map_err(|_| EINVAL)?;
+    // SAFETY: forwarded from the caller.
+    let buf = unsafe { QueueBuf::new(layout.total_bytes(), uctx)? };
+    buf.header_word(offset::LOG2_ELEM_SIZE)
+        .store(layout.log2_elem_size(), Ordering::Relaxed);
+    buf.header_word(offset::INDEX_MASK)
+        .store(layout.index_mask(), Ordering::Relaxed);
+    layout.init_indices(&buf, 0).map_err(|_| EINVAL)?;
+    Ok((buf, Consumer::new(layout), layout))
 }
 
 /// The attributes `modify_qp` sets, as validated copies.
 #[derive(Clone, Copy, Default)]
-struct QpAttrs {
-    path_mtu: sys::ib_mtu,
-    qkey: u32,
-    rq_psn: u32,
-    sq_psn: u32,
-    dest_qpn: u32,
-    access: u32,
-    pkey_index: u16,
-    port: u32,
-    max_rd_atomic: u8,
-    max_dest_rd_atomic: u8,
-    min_rnr_timer: u8,
-    timeout: u8,
-    retry_cnt: u8,
-    rnr_retry: u8,
-    av: Option<AddressVector>,
+pub(crate) struct QpAttrs {
+    pub(crate) path_mtu: sys::ib_mtu,
+    pub(crate) qkey: u32,
+    pub(crate) rq_psn: u32,
+    pub(crate) sq_psn: u32,
+    pub(crate) dest_qpn: u32,
+    pub(crate) access: u32,
+    pub(crate) pkey_index: u16,
+    pub(crate) port: u32,
+    pub(crate) max_rd_atomic: u8,
+    pub(crate) max_dest_rd_atomic: u8,
+    pub(crate) min_rnr_timer: u8,
+    pub(crate) timeout: u8,
+    pub(crate) retry_cnt: u8,
+    pub(crate) rnr_retry: u8,
+    pub(crate) av: Option<AddressVector>,
 }
 
-struct QpInner {
-    state: sys::ib_qp_state,
-    attrs: QpAttrs,
+/// What the QP lock protects.
+pub(crate) struct QpInner {
+    pub(crate) state: sys::ib_qp_state,
+    pub(crate) attrs: QpAttrs,
     /// Caps reported at create (the rounded-up ones).
     cap: sys::ib_qp_cap,
+    /// Consumer side of the send and receive rings.
+    pub(crate) sq: Consumer,
+    pub(crate) rq: Consumer,
+    pub(crate) req: Req,
+    pub(crate) resp: Resp,
+    /// Validated send WQEs, one per ring slot.
+    pub(crate) ops: KVVec<SendOp>,
+    /// Kernel copies of the send ring's slots (`sq_elem` bytes each).
+    pub(crate) sq_shadow: KVVec<u8>,
+    /// Kernel copy of the receive WQE being filled.
+    pub(crate) rq_shadow: KVVec<u8>,
+    /// Packets to send once the lock is dropped.
+    pub(crate) tx: KVec<Skb>,
+    /// Path MTU in bytes (RTR onwards).
+    pub(crate) mtu: u32,
+    /// UDP source port (from the QP numbers, for ECMP entropy).
+    sport: u16,
+    /// Set by `destroy_qp`: the transport no longer touches the QP.
+    dead: bool,
 }
 
+/// A QP's state, shared with the transport.
+///
+/// # Invariants
+///
+/// `dev`, `pd`, `send_cq` and `recv_cq` are the QP's device, PD and CQs,
+/// which outlive it (the RDMA core holds use counts on them). `timer` is
+/// null or a timer whose callback receives this state, shut down before
+/// the state is freed.
 #[pin_data]
-struct QpState {
+pub(crate) struct QpState {
     #[pin]
-    inner: SpinLockIrq<QpInner>,
+    pub(crate) inner: SpinLockIrq<QpInner>,
     qp_type: sys::ib_qp_type,
-    sq: WorkQueue,
-    rq: Option<WorkQueue>,
+    pub(crate) qpn: u32,
+    dev: *const RroceDev,
+    pub(crate) pd: *mut sys::ib_pd,
+    pub(crate) send_cq: *mut sys::ib_cq,
+    pub(crate) recv_cq: *mut sys::ib_cq,
+    pub(crate) sig_all: bool,
+    pub(crate) sq_buf: QueueBuf,
+    pub(crate) rq_buf: Option<QueueBuf>,
+    pub(crate) sq_elem: usize,
+    pub(crate) rq_elem: usize,
+    pub(crate) sq_max_sge: u32,
+    pub(crate) sq_max_inline: u32,
+    pub(crate) rq_max_sge: u32,
+    pub(crate) timer: *mut sys::rroce_timer,
+    /// Someone is sending the packets in `QpInner::tx`.
+    tx_busy: AtomicBool,
 }
+
+// SAFETY: the raw pointers name objects that outlive the QP and are safe to
+// use from any context (type invariant); everything mutable is behind the
+// lock or atomic.
+unsafe impl Sync for QpState {}
+// SAFETY: as above.
+unsafe impl Send for QpState {}
 
 /// rroce's QP: the core allocates it (`size_ib_qp`).
 ///
@@ -230,14 +277,22 @@ unsafe fn create(
     let (sq_elem, max_sge, max_inline) =
         send_geometry(init.cap.max_send_sge, init.cap.max_inline_data);
     // SAFETY: `uctx` is this process's live ucontext.
-    let (mut sq, sq_layout) = unsafe { WorkQueue::new(init.cap.max_send_wr, sq_elem, uctx)? };
-    sq.max_sge = max_sge;
-    sq.max_inline = max_inline;
+    let (sq_buf, sq, sq_layout) = unsafe { new_ring(init.cap.max_send_wr, sq_elem, uctx)? };
     let recv_wr = init.cap.max_recv_wr.max(1);
+    let rq_max_sge = init.cap.max_recv_sge.max(1);
+    let rq_elem = recv_geometry(init.cap.max_recv_sge);
     // SAFETY: as above.
-    let (mut rq, rq_layout) =
-        unsafe { WorkQueue::new(recv_wr, recv_geometry(init.cap.max_recv_sge), uctx)? };
-    rq.max_sge = init.cap.max_recv_sge.max(1);
+    let (rq_buf, rq, rq_layout) = unsafe { new_ring(recv_wr, rq_elem, uctx)? };
+    // Layouts may round the element size up; the shadows follow them.
+    let sq_elem = sq_layout.elem_size();
+    let rq_elem = rq_layout.elem_size();
+    let slots = sq_layout.index_mask() as usize + 1;
+    let mut ops = KVVec::with_capacity(slots, GFP_KERNEL)?;
+    for _ in 0..slots {
+        ops.push(SendOp::default(), GFP_KERNEL)?;
+    }
+    let sq_shadow = KVVec::from_elem(0u8, slots * sq_elem, GFP_KERNEL)?;
+    let rq_shadow = KVVec::from_elem(0u8, rq_elem, GFP_KERNEL)?;
 
     // SAFETY: `ibqp` belongs to one of our devices.
     let dev = unsafe { RroceDev::from_ib((*ibqp).device) };
@@ -247,15 +302,17 @@ unsafe fn create(
         max_send_wr: sq_layout.capacity(),
         max_recv_wr: rq_layout.capacity(),
         max_send_sge: max_sge,
-        max_recv_sge: rq.max_sge,
+        max_recv_sge: rq_max_sge,
         max_inline_data: max_inline,
         max_rdma_ctxs: 0,
     };
     let resp = crate::abi::CreateQpResp {
-        rq_mi: to_abi(rq.buf.mmap_info()),
-        sq_mi: to_abi(sq.buf.mmap_info()),
+        rq_mi: to_abi(rq_buf.mmap_info()),
+        sq_mi: to_abi(sq_buf.mmap_info()),
     };
     let qp_type = init.qp_type;
+    let (send_cq, recv_cq) = (init.send_cq, init.recv_cq);
+    let sig_all = init.sq_sig_type == sys::ib_sig_type_IB_SIGNAL_ALL_WR;
     let state = match KBox::pin_init(
         pin_init!(QpState {
             inner <- new_spinlock_irq!(
@@ -263,12 +320,37 @@ unsafe fn create(
                     state: sys::ib_qp_state_IB_QPS_RESET,
                     attrs: QpAttrs::default(),
                     cap,
+                    sq,
+                    rq,
+                    req: Req::default(),
+                    resp: Resp::default(),
+                    ops,
+                    sq_shadow,
+                    rq_shadow,
+                    tx: KVec::new(),
+                    mtu: 256,
+                    sport: 0,
+                    dead: false,
                 },
                 "rroce::qp"
             ),
             qp_type,
-            sq,
-            rq: Some(rq),
+            qpn,
+            dev: core::ptr::from_ref(dev),
+            // SAFETY: `ibqp` is valid; the core set its PD.
+            pd: unsafe { (*ibqp).pd },
+            send_cq,
+            recv_cq,
+            sig_all,
+            sq_buf,
+            rq_buf: Some(rq_buf),
+            sq_elem,
+            rq_elem,
+            sq_max_sge: max_sge,
+            sq_max_inline: max_inline,
+            rq_max_sge,
+            timer: core::ptr::null_mut(),
+            tx_busy: AtomicBool::new(false),
         }),
         GFP_KERNEL,
     ) {
@@ -286,14 +368,29 @@ unsafe fn create(
         let _ = dev.qp_ids.free(index);
         return Err(Error::from_errno(err));
     }
+    // SAFETY: we never move out of the box (pinned); it is leaked until
+    // `destroy_qp`.
+    let raw = KBox::into_raw(unsafe { Pin::into_inner_unchecked(state) });
+    // SAFETY: `raw` is pinned and lives until `destroy_qp`, which frees the
+    // timer first (type invariant of `QpState`).
+    let timer = unsafe { sys::rroce_helper_timer_new(Some(timer_fn), raw.cast()) };
+    if timer.is_null() {
+        // SAFETY: not published anywhere yet.
+        drop(unsafe { KBox::from_raw(raw) });
+        let _ = dev.qp_ids.free(index);
+        return Err(ENOMEM);
+    }
+    // SAFETY: not shared yet.
+    unsafe { (*raw).timer = timer };
     // The caps really granted go back to the caller.
     init.cap = cap;
     // SAFETY: the core allocated `ibqp` with our size (type invariant).
     let qp = unsafe { &mut *ibqp.cast::<RroceQp>() };
     qp.ibqp.qp_num = qpn;
     // INVARIANT: leaked until `destroy_qp`; never moved (pinned).
-    // SAFETY: we never move out of the box.
-    qp.state = KBox::into_raw(unsafe { Pin::into_inner_unchecked(state) });
+    qp.state = raw;
+    // Packets can find the QP from now on.
+    let _ = dev.qps.set(qpn as usize, raw);
     Ok(())
 }
 
@@ -384,6 +481,9 @@ unsafe fn modify(ibqp: *mut sys::ib_qp, attr: &sys::ib_qp_attr, mask: u32) -> Re
     };
 
     let mut inner = state.inner.lock();
+    if inner.dead {
+        return Err(EINVAL);
+    }
     let cur = if mask_has(mask, sys::ib_qp_attr_mask_IB_QP_CUR_STATE) {
         attr.cur_qp_state
     } else {
@@ -445,7 +545,40 @@ unsafe fn modify(ibqp: *mut sys::ib_qp, attr: &sys::ib_qp_attr, mask: u32) -> Re
     if av.is_some() {
         a.av = av;
     }
+    let old = inner.state;
+    if new == sys::ib_qp_state_IB_QPS_RTR && old != new {
+        if state.qp_type == sys::ib_qp_type_IB_QPT_RC && inner.attrs.av.is_none() {
+            return Err(EINVAL);
+        }
+        // SAFETY: the device outlives its QPs (type invariant).
+        let dev_mtu = unsafe { &*state.dev }.active_mtu();
+        inner.mtu = transport::mtu_bytes(
+            inner
+                .attrs
+                .path_mtu
+                .min(dev_mtu)
+                .max(sys::ib_mtu_IB_MTU_256),
+        );
+        let h = (state.qpn ^ inner.attrs.dest_qpn).wrapping_mul(0x9e37_79b9);
+        inner.sport = 0xc000 | ((h >> 16) as u16 & 0x3fff);
+    }
     inner.state = new;
+    if state.qp_type == sys::ib_qp_type_IB_QPT_RC {
+        let guard = rcu::read_lock();
+        // SAFETY: the device outlives its QPs (type invariant).
+        let dev = unsafe { &*state.dev };
+        let ndev = dev.netdev(&guard);
+        let mut ctx = Ctx {
+            qp: state,
+            inner: &mut inner,
+            dev,
+            ndev,
+            rcu: &guard,
+        };
+        ctx.on_state_change(old, new);
+        drop(inner);
+        state.flush_tx();
+    }
     Ok(())
 }
 
@@ -508,10 +641,24 @@ pub(crate) unsafe extern "C" fn destroy_qp(
     if !qp.state.is_null() {
         // SAFETY: the QP belongs to one of our devices.
         let dev = unsafe { RroceDev::from_ib(qp.ibqp.device) };
+        // SAFETY: live until freed below.
+        let st = unsafe { &*qp.state };
+        // No packet, doorbell or timer touches the QP after this: the
+        // table entry goes, readers inside RCU sections finish, the timer
+        // is shut down.
+        st.inner.lock().dead = true;
+        dev.qps.clear(qp.ibqp.qp_num as usize);
+        // SAFETY: plain calls in process context; the timer was made for
+        // this QP in `create`.
+        unsafe {
+            sys::rroce_helper_synchronize_rcu();
+            sys::rroce_helper_timer_free(st.timer);
+        }
         if dev.qp_ids.free(qp.ibqp.qp_num - FIRST_QPN).is_err() {
             pr_warn!("QP {} was not allocated\n", qp.ibqp.qp_num);
         }
-        // SAFETY: leaked in `create` (type invariant); reclaimed once.
+        // SAFETY: leaked in `create` (type invariant); reclaimed once, after
+        // its last user.
         drop(unsafe { KBox::from_raw(qp.state) });
         qp.state = core::ptr::null_mut();
     }
@@ -534,23 +681,156 @@ pub(crate) unsafe extern "C" fn post_send(
 ) -> c_int {
     // SAFETY: the core passes a live QP of ours.
     let state = unsafe { RroceQp::state(ibqp) };
-    if !wr.is_null() && !bad_wr.is_null() {
-        // SAFETY: valid output pointer from the core.
-        unsafe { *bad_wr = wr };
+    if !wr.is_null() {
+        // Kernel work requests need kernel QPs, which rroce refuses.
+        if !bad_wr.is_null() {
+            // SAFETY: valid output pointer from the core.
+            unsafe { *bad_wr = wr };
+        }
+        return EOPNOTSUPP.to_errno();
     }
-    let qp_state = state.inner.lock().state;
-    if qp_state < sys::ib_qp_state_IB_QPS_RTS {
+    let guard = rcu::read_lock();
+    let mut inner = state.inner.lock();
+    if inner.state < sys::ib_qp_state_IB_QPS_RTS && inner.state != sys::ib_qp_state_IB_QPS_ERR {
         // As rxe: the WQEs stay queued, the doorbell is refused.
         return EINVAL.to_errno();
     }
-    // Validate what the process published, so a corrupt producer index is
-    // reported even before the transport exists.
-    let mut sq = state.sq.ring;
-    if let Err(RingError::Overflow | RingError::IndexOutOfRange) = sq.available(&state.sq.buf) {
-        return EINVAL.to_errno();
+    if state.qp_type != sys::ib_qp_type_IB_QPT_RC {
+        // Validate what the process published even so.
+        let mut sq = inner.sq;
+        if let Err(RingError::Overflow | RingError::IndexOutOfRange) = sq.available(&state.sq_buf) {
+            return EINVAL.to_errno();
+        }
+        return EOPNOTSUPP.to_errno();
     }
-    pr_debug!("RC transport not implemented yet: send queue doorbell refused\n");
-    EOPNOTSUPP.to_errno()
+    // SAFETY: the device outlives its QPs (type invariant).
+    let dev = unsafe { &*state.dev };
+    let ndev = dev.netdev(&guard);
+    let mut ctx = Ctx {
+        qp: state,
+        inner: &mut inner,
+        dev,
+        ndev,
+        rcu: &guard,
+    };
+    ctx.run_requester();
+    drop(inner);
+    state.flush_tx();
+    0
+}
+
+impl QpState {
+    /// Sends the queued packets, in order: one context at a time drains
+    /// the queue, others leave their packets to it.
+    pub(crate) fn flush_tx(&self) {
+        loop {
+            if self.tx_busy.swap(true, Ordering::Acquire) {
+                return;
+            }
+            loop {
+                let (batch, av, sport) = {
+                    let mut inner = self.inner.lock();
+                    if inner.tx.is_empty() {
+                        break;
+                    }
+                    (core::mem::take(&mut inner.tx), inner.attrs.av, inner.sport)
+                };
+                for skb in batch {
+                    match av.as_ref() {
+                        Some(av) => {
+                            let _ = skb.send(av, sport);
+                        }
+                        None => drop(skb),
+                    }
+                }
+            }
+            self.tx_busy.store(false, Ordering::Release);
+            if self.inner.lock().tx.is_empty() {
+                return;
+            }
+        }
+    }
+}
+
+/// The QP timer's callback (softirq context).
+///
+/// # Safety
+///
+/// `ctx` is the `QpState` the timer was made for, alive until the timer is
+/// shut down (type invariant of `QpState`).
+unsafe extern "C" fn timer_fn(ctx: *mut c_void) {
+    // SAFETY: per the function's contract.
+    let state = unsafe { &*ctx.cast::<QpState>() };
+    let guard = rcu::read_lock();
+    let mut inner = state.inner.lock();
+    if inner.dead {
+        return;
+    }
+    // SAFETY: the device outlives its QPs (type invariant).
+    let dev = unsafe { &*state.dev };
+    let ndev = dev.netdev(&guard);
+    let mut ctx = Ctx {
+        qp: state,
+        inner: &mut inner,
+        dev,
+        ndev,
+        rcu: &guard,
+    };
+    ctx.on_timer();
+    drop(inner);
+    state.flush_tx();
+}
+
+/// A RoCEv2 packet (BTH through ICRC, ICRC already checked) received on
+/// `ndev` from `src` (softirq context).
+pub(crate) fn receive(ndev: *mut sys::net_device, roce: &[u8], src: &[u8; 16], sport: u16) {
+    let _ = (src, sport);
+    let Ok(pkt) = wire::parse(roce, None) else {
+        COUNTERS.rx_malformed.fetch_add(1, Ordering::Relaxed);
+        return;
+    };
+    let info = pkt.info();
+    if info.transport != Transport::Rc {
+        // UD and the GSI QP come with kernel QPs; UC is not offered.
+        COUNTERS.rx_no_qp.fetch_add(1, Ordering::Relaxed);
+        return;
+    }
+    let Some(ibdev) = crate::device::device_of_netdev(ndev) else {
+        COUNTERS.rx_no_qp.fetch_add(1, Ordering::Relaxed);
+        return;
+    };
+    {
+        // SAFETY: referenced above.
+        let dev = unsafe { RroceDev::from_ib(ibdev) };
+        let guard = rcu::read_lock();
+        let qpn = pkt.bth().dest_qpn;
+        match dev.qps.get(qpn as usize, &guard) {
+            Some(state) if state.qp_type == sys::ib_qp_type_IB_QPT_RC => {
+                let mut inner = state.inner.lock();
+                if !inner.dead {
+                    let mut ctx = Ctx {
+                        qp: state,
+                        inner: &mut inner,
+                        dev,
+                        ndev: dev.netdev(&guard),
+                        rcu: &guard,
+                    };
+                    match info.direction {
+                        Direction::Request => ctx.on_request(&pkt, 0),
+                        Direction::Response => ctx.on_response(&pkt),
+                        Direction::Notification => {}
+                    }
+                }
+                drop(inner);
+                state.flush_tx();
+            }
+            _ => {
+                COUNTERS.rx_no_qp.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+    // SAFETY: drops the reference `device_of_netdev` took.
+    unsafe { sys::ib_device_put(ibdev) };
 }
 
 /// Checks run by KUnit.

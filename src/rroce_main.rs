@@ -15,8 +15,11 @@ mod device;
 pub mod engine;
 mod kunit;
 mod mr;
+mod net;
 mod qp;
 mod rdma;
+mod table;
+mod transport;
 
 module! {
     type: Rroce,

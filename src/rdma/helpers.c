@@ -9,6 +9,16 @@
 #include <linux/cpumask.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/uverbs_ioctl.h>
+#include <linux/highmem.h>
+#include <linux/ip.h>
+#include <linux/ipv6.h>
+#include <net/ip.h>
+#include <net/ipv6.h>
+#include <net/ip6_route.h>
+#include <net/route.h>
+#include <net/udp.h>
+#include <net/udp_tunnel.h>
+#include <rdma/ib_umem.h>
 #include "helpers.h"
 
 int rroce_helper_copy_to_udata(struct ib_udata *udata, void *src, size_t len)
@@ -129,4 +139,277 @@ bool rroce_helper_flush_work(struct work_struct *work)
 unsigned int rroce_helper_smp_processor_id(void)
 {
 	return raw_smp_processor_id();
+}
+
+/* ---- RoCEv2 over UDP: sockets, packets, routes ---------------------------
+ * The packet layout, ICRC and all transport logic are in Rust; these wrap the
+ * static inlines of the networking headers, following rdma_rxe's rxe_net.c.
+ */
+
+struct sock *rroce_helper_udp_sock(struct net *net, bool ipv6, rroce_encap_rcv_fn rcv,
+				   int *err)
+{
+	struct udp_port_cfg udp_cfg = {};
+	struct udp_tunnel_sock_cfg tnl_cfg = {};
+	struct socket *sock;
+
+	if (ipv6) {
+		udp_cfg.family = AF_INET6;
+		udp_cfg.ipv6_v6only = 1;
+	} else {
+		udp_cfg.family = AF_INET;
+	}
+	udp_cfg.local_udp_port = htons(ROCE_V2_UDP_DPORT);
+	*err = udp_sock_create(net, &udp_cfg, &sock);
+	if (*err < 0)
+		return NULL;
+	tnl_cfg.encap_type = 1;
+	tnl_cfg.encap_rcv = rcv;
+	setup_udp_tunnel_sock(net, sock->sk, &tnl_cfg);
+	return sock->sk;
+}
+
+void rroce_helper_udp_sock_release(struct sock *sk)
+{
+	udp_tunnel_sock_release(sk);
+}
+
+struct net *rroce_helper_dev_net(struct net_device *ndev)
+{
+	return dev_net(ndev);
+}
+
+void rroce_helper_synchronize_rcu(void)
+{
+	synchronize_rcu();
+}
+
+int rroce_helper_rx_skb(struct sk_buff *skb, struct net_device **ndev, u8 **l3, u32 *l3_len)
+{
+	if (skb_linearize(skb))
+		return -ENOMEM;
+	*ndev = skb->dev;
+	*l3 = skb_network_header(skb);
+	*l3_len = skb_tail_pointer(skb) - skb_network_header(skb);
+	return 0;
+}
+
+void rroce_helper_kfree_skb(struct sk_buff *skb)
+{
+	kfree_skb(skb);
+}
+
+void rroce_helper_consume_skb(struct sk_buff *skb)
+{
+	consume_skb(skb);
+}
+
+struct sk_buff *rroce_helper_tx_alloc(struct net_device *ndev, bool ipv6, u32 len, u8 **data)
+{
+	unsigned int hdr = ETH_HLEN + sizeof(struct udphdr) +
+			   (ipv6 ? sizeof(struct ipv6hdr) : sizeof(struct iphdr));
+	struct sk_buff *skb = alloc_skb(len + hdr + LL_RESERVED_SPACE(ndev), GFP_ATOMIC);
+
+	if (!skb)
+		return NULL;
+	skb_reserve(skb, hdr + LL_RESERVED_SPACE(ndev));
+	skb->dev = ndev;
+	skb->protocol = ipv6 ? htons(ETH_P_IPV6) : htons(ETH_P_IP);
+	*data = skb_put(skb, len);
+	return skb;
+}
+
+static struct dst_entry *rroce_route4(struct net *net, struct net_device *ndev,
+				      __be32 saddr, __be32 daddr)
+{
+	struct flowi4 fl = {};
+	struct rtable *rt;
+
+	fl.flowi4_oif = ndev->ifindex;
+	fl.saddr = saddr;
+	fl.daddr = daddr;
+	fl.flowi4_proto = IPPROTO_UDP;
+	rt = ip_route_output_key(net, &fl);
+	return IS_ERR(rt) ? NULL : &rt->dst;
+}
+
+static struct dst_entry *rroce_route6(struct net *net, struct net_device *ndev,
+				      const struct in6_addr *saddr,
+				      const struct in6_addr *daddr)
+{
+	struct flowi6 fl6 = {};
+	struct dst_entry *dst;
+
+	fl6.flowi6_oif = ndev->ifindex;
+	fl6.saddr = *saddr;
+	fl6.daddr = *daddr;
+	fl6.flowi6_proto = IPPROTO_UDP;
+	dst = ip6_dst_lookup_flow(net, NULL, &fl6, NULL);
+	if (IS_ERR(dst))
+		return NULL;
+	if (dst->error) {
+		dst_release(dst);
+		return NULL;
+	}
+	return dst;
+}
+
+int rroce_helper_tx_prepare(struct sk_buff *skb, bool ipv6, const u8 *sgid, const u8 *dgid,
+			    u16 sport, u8 tclass, u8 ttl, u8 **l3, u32 *l3_len)
+{
+	struct net *net = dev_net(skb->dev);
+	struct dst_entry *dst;
+	struct udphdr *udph;
+
+	if (ipv6)
+		dst = rroce_route6(net, skb->dev, (const struct in6_addr *)sgid,
+				   (const struct in6_addr *)dgid);
+	else
+		dst = rroce_route4(net, skb->dev, *(const __be32 *)(sgid + 12),
+				   *(const __be32 *)(dgid + 12));
+	if (!dst)
+		return -EHOSTUNREACH;
+
+	__skb_push(skb, sizeof(*udph));
+	skb_reset_transport_header(skb);
+	udph = udp_hdr(skb);
+	udph->dest = htons(ROCE_V2_UDP_DPORT);
+	udph->source = htons(sport);
+	udph->len = htons(skb->len);
+	udph->check = 0;
+
+	if (ipv6) {
+		struct ipv6hdr *ip6h;
+
+		memset(&(IPCB(skb)->opt), 0, sizeof(IPCB(skb)->opt));
+		IPCB(skb)->flags &= ~(IPSKB_XFRM_TUNNEL_SIZE | IPSKB_XFRM_TRANSFORMED |
+				      IPSKB_REROUTED);
+		skb_dst_set(skb, dst);
+		__skb_push(skb, sizeof(*ip6h));
+		skb_reset_network_header(skb);
+		ip6h = ipv6_hdr(skb);
+		ip6_flow_hdr(ip6h, tclass, htonl(0));
+		ip6h->nexthdr = IPPROTO_UDP;
+		ip6h->hop_limit = ttl;
+		memcpy(&ip6h->saddr, sgid, 16);
+		memcpy(&ip6h->daddr, dgid, 16);
+		ip6h->payload_len = htons(skb->len - sizeof(*ip6h));
+	} else {
+		struct iphdr *iph;
+
+		skb_scrub_packet(skb, false);
+		skb_clear_hash(skb);
+		skb_dst_set(skb, dst);
+		memset(IPCB(skb), 0, sizeof(*IPCB(skb)));
+		skb_push(skb, sizeof(struct iphdr));
+		skb_reset_network_header(skb);
+		iph = ip_hdr(skb);
+		iph->version = IPVERSION;
+		iph->ihl = sizeof(struct iphdr) >> 2;
+		iph->tot_len = htons(skb->len);
+		iph->frag_off = htons(IP_DF);
+		iph->protocol = IPPROTO_UDP;
+		iph->tos = tclass;
+		memcpy(&iph->saddr, sgid + 12, 4);
+		memcpy(&iph->daddr, dgid + 12, 4);
+		iph->ttl = ttl;
+		__ip_select_ident(net, iph, skb_shinfo(skb)->gso_segs ?: 1);
+		/* ip_local_out() fills in the header checksum after the ICRC,
+		 * which masks it. */
+	}
+	*l3 = skb_network_header(skb);
+	*l3_len = skb->len;
+	return 0;
+}
+
+int rroce_helper_tx_send(struct sk_buff *skb)
+{
+	struct net *net = dev_net(skb_dst(skb)->dev);
+
+	if (skb->protocol == htons(ETH_P_IP))
+		return ip_local_out(net, NULL, skb);
+	return ip6_local_out(net, NULL, skb);
+}
+
+/* ---- memory --------------------------------------------------------------*/
+
+unsigned long rroce_helper_umem_pages(struct ib_umem *umem, struct page **pages,
+				      unsigned long max)
+{
+	struct sg_page_iter iter;
+	unsigned long n = 0;
+
+	for_each_sgtable_page(&umem->sgt_append.sgt, &iter, 0) {
+		if (n == max)
+			break;
+		pages[n++] = sg_page_iter_page(&iter);
+	}
+	return n;
+}
+
+unsigned long rroce_helper_umem_num_pages(struct ib_umem *umem)
+{
+	return ib_umem_num_pages(umem);
+}
+
+unsigned long rroce_helper_umem_offset(struct ib_umem *umem)
+{
+	return ib_umem_offset(umem);
+}
+
+void rroce_helper_page_copy(struct page *page, unsigned int off, void *buf, unsigned int len,
+			    bool to_page)
+{
+	void *va = kmap_local_page(page);
+
+	if (to_page)
+		memcpy(va + off, buf, len);
+	else
+		memcpy(buf, va + off, len);
+	kunmap_local(va);
+}
+
+/* ---- timers ---------------------------------------------------------------*/
+
+struct rroce_timer {
+	struct timer_list timer;
+	rroce_timer_fn fn;
+	void *ctx;
+};
+
+static void rroce_timer_cb(struct timer_list *t)
+{
+	struct rroce_timer *rt = container_of(t, struct rroce_timer, timer);
+
+	rt->fn(rt->ctx);
+}
+
+struct rroce_timer *rroce_helper_timer_new(rroce_timer_fn fn, void *ctx)
+{
+	struct rroce_timer *rt = kzalloc(sizeof(*rt), GFP_KERNEL);
+
+	if (!rt)
+		return NULL;
+	rt->fn = fn;
+	rt->ctx = ctx;
+	timer_setup(&rt->timer, rroce_timer_cb, 0);
+	return rt;
+}
+
+void rroce_helper_timer_arm_us(struct rroce_timer *rt, unsigned long usecs)
+{
+	mod_timer(&rt->timer, jiffies + max(usecs_to_jiffies(usecs), 1UL));
+}
+
+void rroce_helper_timer_cancel(struct rroce_timer *rt)
+{
+	timer_delete(&rt->timer);
+}
+
+void rroce_helper_timer_free(struct rroce_timer *rt)
+{
+	if (!rt)
+		return;
+	timer_shutdown_sync(&rt->timer);
+	kfree(rt);
 }

@@ -57,3 +57,45 @@ bool rroce_helper_flush_work(struct work_struct *work);
 unsigned int rroce_helper_smp_processor_id(void);
 
 #endif
+
+struct socket;
+struct sock;
+struct sk_buff;
+struct net;
+struct ib_umem;
+struct page;
+typedef int (*rroce_encap_rcv_fn)(struct sock *sk, struct sk_buff *skb);
+
+/* A UDP tunnel socket on port 4791 in @net whose packets go to @rcv. */
+struct sock *rroce_helper_udp_sock(struct net *net, bool ipv6, rroce_encap_rcv_fn rcv,
+				   int *err);
+void rroce_helper_udp_sock_release(struct sock *sk);
+struct net *rroce_helper_dev_net(struct net_device *ndev);
+void rroce_helper_synchronize_rcu(void);
+/* Linearize a received skb; its netdev and network header..tail. */
+int rroce_helper_rx_skb(struct sk_buff *skb, struct net_device **ndev, u8 **l3, u32 *l3_len);
+void rroce_helper_kfree_skb(struct sk_buff *skb);
+void rroce_helper_consume_skb(struct sk_buff *skb);
+/* An skb with room for the IP and UDP headers in front of @len bytes. */
+struct sk_buff *rroce_helper_tx_alloc(struct net_device *ndev, bool ipv6, u32 len, u8 **data);
+/* Route, then push the UDP and IP headers (as rdma_rxe's prepare4/6). */
+int rroce_helper_tx_prepare(struct sk_buff *skb, bool ipv6, const u8 *sgid, const u8 *dgid,
+			    u16 sport, u8 tclass, u8 ttl, u8 **l3, u32 *l3_len);
+/* ip_local_out()/ip6_local_out(); consumes the skb. */
+int rroce_helper_tx_send(struct sk_buff *skb);
+
+unsigned long rroce_helper_umem_pages(struct ib_umem *umem, struct page **pages,
+				      unsigned long max);
+unsigned long rroce_helper_umem_num_pages(struct ib_umem *umem);
+unsigned long rroce_helper_umem_offset(struct ib_umem *umem);
+/* memcpy to or from @page at @off through kmap_local_page(). */
+void rroce_helper_page_copy(struct page *page, unsigned int off, void *buf, unsigned int len,
+			    bool to_page);
+
+struct rroce_timer;
+typedef void (*rroce_timer_fn)(void *ctx);
+struct rroce_timer *rroce_helper_timer_new(rroce_timer_fn fn, void *ctx);
+void rroce_helper_timer_arm_us(struct rroce_timer *rt, unsigned long usecs);
+void rroce_helper_timer_cancel(struct rroce_timer *rt);
+/* timer_shutdown_sync(), then free; NULL is ignored. */
+void rroce_helper_timer_free(struct rroce_timer *rt);
