@@ -43,9 +43,9 @@ use crate::{
 };
 
 /// Most packets in flight (sent, not acknowledged) per QP.
-const WINDOW: u32 = 512;
+const WINDOW: u32 = 128;
 /// The requester asks for an ACK at least every this many packets.
-const ACK_EVERY: u32 = 32;
+const ACK_EVERY: u32 = 16;
 /// `IB_SEND_FENCE`, `IB_SEND_SIGNALED`, `IB_SEND_SOLICITED`, `IB_SEND_INLINE`.
 const SEND_FENCE: u32 = 1;
 const SEND_SIGNALED: u32 = 2;
@@ -141,6 +141,11 @@ pub(crate) struct Req {
     cur_off: u32,
     /// Next PSN to send.
     psn: u32,
+    /// One past the highest PSN sent, and the (`cur`, `cur_off`) that go
+    /// with it: what a rewind for retransmission may fast-forward to again.
+    max_psn: u32,
+    max_cur: u32,
+    max_cur_off: u32,
     /// Oldest unacknowledged PSN.
     una: u32,
     retry_left: u8,
@@ -453,9 +458,15 @@ impl Ctx<'_> {
         self.inner.mtu
     }
 
+    /// How many WQEs (from the consumer index) have had packets sent.
+    fn started(&self) -> u32 {
+        let r = &self.inner.req;
+        (r.max_cur + u32::from(r.max_cur_off > 0)).min(r.fetched)
+    }
+
     fn outstanding_rd(&self) -> u32 {
         let mut n = 0;
-        for k in 0..self.inner.req.cur {
+        for k in 0..self.started() {
             let op = self.op(k);
             if op.is_read_or_atomic() && !op.done {
                 n += 1;
@@ -490,7 +501,7 @@ impl Ctx<'_> {
             return;
         }
         self.fetch();
-        let was_idle = self.inner.req.una == self.inner.req.psn;
+        let was_idle = self.inner.req.una == self.inner.req.max_psn;
         while !self.inner.req.rnr_wait && self.inner.req.cur < self.inner.req.fetched {
             let k = self.inner.req.cur;
             let mut op = self.op(k);
@@ -533,7 +544,7 @@ impl Ctx<'_> {
                 }
             }
         }
-        if was_idle && self.inner.req.una != self.inner.req.psn {
+        if was_idle && self.inner.req.una != self.inner.req.max_psn {
             self.arm_retry_timer();
         }
         // Nothing in flight: an invalid WQE at the head completes now.
@@ -669,10 +680,16 @@ impl Ctx<'_> {
 
     /// Moves the send PSN by `npkts`; `done` ends the current WQE.
     fn advance(&mut self, npkts: u32, done: bool) {
-        self.inner.req.psn = Psn::new(self.inner.req.psn).add(npkts).get();
+        let r = &mut self.inner.req;
+        r.psn = Psn::new(r.psn).add(npkts).get();
         if done {
-            self.inner.req.cur += 1;
-            self.inner.req.cur_off = 0;
+            r.cur += 1;
+            r.cur_off = 0;
+        }
+        if Psn::new(r.psn).diff(Psn::new(r.max_psn)) >= 0 {
+            r.max_psn = r.psn;
+            r.max_cur = r.cur;
+            r.max_cur_off = r.cur_off;
         }
     }
 
@@ -683,11 +700,20 @@ impl Ctx<'_> {
         }
     }
 
-    /// Goes back to `psn`: the WQE holding it is resent from that packet.
+    /// Goes back (or forward, up to what was sent) to `psn`: the WQE
+    /// holding it is resent from that packet.
     fn rewind(&mut self, psn: Psn) {
+        if psn.get() == self.inner.req.max_psn {
+            let r = &mut self.inner.req;
+            r.psn = r.max_psn;
+            r.cur = r.max_cur;
+            r.cur_off = r.max_cur_off;
+            return;
+        }
+        let (cur, cur_off) = (self.inner.req.max_cur, self.inner.req.max_cur_off);
         for k in 0..self.inner.req.fetched {
             let mut op = self.op(k);
-            if k > self.inner.req.cur || (k == self.inner.req.cur && self.inner.req.cur_off == 0) {
+            if k > cur || (k == cur && cur_off == 0) {
                 break;
             }
             if op.done {
@@ -719,7 +745,7 @@ impl Ctx<'_> {
             let op = self.op(0);
             if op.invalid != 0
                 && self.inner.req.cur == 0
-                && self.inner.req.una == self.inner.req.psn
+                && self.inner.req.una == self.inner.req.max_psn
             {
                 self.complete_head(op.invalid);
                 self.enter_error();
@@ -747,12 +773,15 @@ impl Ctx<'_> {
             };
             self.post_cqe(self.qp.send_cq, &cqe);
         }
+        let r = &mut self.inner.req;
         if self.inner.sq.advance_by(1, &self.qp.sq_buf).is_ok() {
-            self.inner.req.fetched -= 1;
-            self.inner.req.cur = self.inner.req.cur.saturating_sub(1);
+            r.fetched -= 1;
+            r.cur = r.cur.saturating_sub(1);
+            r.max_cur = r.max_cur.saturating_sub(1);
         } else {
-            self.inner.req.fetched = 0;
-            self.inner.req.cur = 0;
+            r.fetched = 0;
+            r.cur = 0;
+            r.max_cur = 0;
         }
     }
 
@@ -777,7 +806,7 @@ impl Ctx<'_> {
     /// READ or atomic acknowledged implicitly before its response means the
     /// response was lost: go back to it).
     fn ack_through(&mut self, psn: Psn) {
-        for k in 0..self.inner.req.cur {
+        for k in 0..self.started() {
             let mut op = self.op(k);
             if op.done {
                 continue;
@@ -794,7 +823,7 @@ impl Ctx<'_> {
         }
         let next = psn.next();
         if next.diff(Psn::new(self.inner.req.una)) > 0
-            && Psn::new(self.inner.req.psn).diff(next) >= 0
+            && Psn::new(self.inner.req.max_psn).diff(next) >= 0
         {
             self.inner.req.una = next.get();
             self.inner.req.retry_left = self.inner.attrs.retry_cnt;
@@ -805,6 +834,13 @@ impl Ctx<'_> {
     /// Completes WQE 0 and moves the QP to the error state (which flushes
     /// everything else).
     fn fail_head(&mut self, status: u32) {
+        pr_debug!(
+            "qp {}: request failed with status {} (una {:#x}, psn {:#x})\n",
+            self.qp.qpn,
+            status,
+            self.inner.req.una,
+            self.inner.req.psn
+        );
         if self.inner.req.fetched > 0 {
             self.complete_head(status);
         }
@@ -881,8 +917,13 @@ impl Ctx<'_> {
             OpKind::AtomicAcknowledge => self.on_atomic_ack(pkt),
             _ => return,
         }
+        // Acknowledged beyond the resend point: skip what arrived.
+        if Psn::new(self.inner.req.una).diff(Psn::new(self.inner.req.psn)) > 0 {
+            let una = Psn::new(self.inner.req.una);
+            self.rewind(una);
+        }
         self.complete_ready();
-        if self.inner.req.una == self.inner.req.psn {
+        if self.inner.req.una == self.inner.req.max_psn {
             // SAFETY: the timer lives as long as the QP.
             unsafe { sys::rroce_helper_timer_cancel(self.qp.timer) };
         } else if !self.inner.req.rnr_wait {
@@ -894,7 +935,7 @@ impl Ctx<'_> {
     /// The READ or atomic WQE whose response PSNs include `psn`, after
     /// implicitly acknowledging every SEND/WRITE before it.
     fn response_target(&mut self, psn: Psn) -> Option<(u32, SendOp)> {
-        for k in 0..self.inner.req.cur.min(self.inner.req.fetched) {
+        for k in 0..self.started() {
             let mut op = self.op(k);
             if op.done {
                 continue;
@@ -933,11 +974,11 @@ impl Ctx<'_> {
         let expect = (op.len - off.min(op.len)).min(mtu) as usize;
         let pos = pkt.info().position;
         let last = idx + 1 == op.npkts;
+        // A READ resumed after a loss is a new response message starting
+        // at the resumption PSN, so First/Only may appear at any index.
         let pos_ok = match pos {
-            Position::Only => op.npkts == 1,
-            Position::First => idx == 0 && !last,
-            Position::Middle => idx != 0 && !last,
-            Position::Last => idx != 0 && last,
+            Position::Only | Position::Last => last,
+            Position::First | Position::Middle => !last,
         };
         if !pos_ok || data.len() != expect {
             return self.fail_head(wc::BAD_RESP_ERR);
@@ -1018,7 +1059,7 @@ impl Ctx<'_> {
         if self.inner.req.rnr_wait {
             self.inner.req.rnr_wait = false;
         } else {
-            if self.inner.req.una == self.inner.req.psn {
+            if self.inner.req.una == self.inner.req.max_psn {
                 return;
             }
             if self.inner.req.retry_left == 0 {
@@ -1051,7 +1092,13 @@ impl Ctx<'_> {
         while self.inner.req.fetched > 0 {
             self.complete_head(wc::WR_FLUSH_ERR);
         }
-        self.inner.req.una = self.inner.req.psn;
+        let r = &mut self.inner.req;
+        r.una = r.psn;
+        r.max_psn = r.psn;
+        r.cur = 0;
+        r.cur_off = 0;
+        r.max_cur = 0;
+        r.max_cur_off = 0;
     }
 
     /// `fetch` without treating a bad index as a reason to fail again.
@@ -1121,6 +1168,12 @@ impl Ctx<'_> {
 
     /// A class C/D error: NAK, then the QP goes to the error state.
     fn resp_fatal(&mut self, code: NakCode, psn: u32) {
+        pr_debug!(
+            "qp {}: responder error {:?} at psn {:#x}\n",
+            self.qp.qpn,
+            code,
+            psn
+        );
         self.nak(code, psn);
         self.enter_error();
     }
@@ -1611,8 +1664,12 @@ impl Ctx<'_> {
         }
         if new == sys::ib_qp_state_IB_QPS_RTS && old == sys::ib_qp_state_IB_QPS_RTR {
             let psn = self.inner.attrs.sq_psn;
-            self.inner.req.psn = psn;
-            self.inner.req.una = psn;
+            self.inner.req = Req {
+                psn,
+                una: psn,
+                max_psn: psn,
+                ..Req::default()
+            };
             self.inner.req.retry_left = self.inner.attrs.retry_cnt;
             self.inner.req.rnr_left = self.inner.attrs.rnr_retry;
         }

@@ -1,0 +1,543 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * rroce_rc: the RC transport end to end through the stock libibverbs.
+ *
+ * One process opens two RDMA devices (or one, twice, for loopback),
+ * connects an RC QP on each to the other and checks, with data and
+ * completion status, what the transport promises: SEND (with immediate)
+ * at sizes around the path MTU up to 1 MiB, inline data, RDMA WRITE (with
+ * immediate), RDMA READ, CmpSwap and FetchAdd, unsignaled requests,
+ * completions in posting order, completion channel events, and the
+ * errors: RNR retries exhausted, remote access error, receive length
+ * error, each followed by the flush of what was queued behind it, and
+ * only on the QP that failed when the CQ is shared.
+ *
+ *   rroce_rc -a DEV -b DEV [-g GID_INDEX] [-q]
+ *
+ * -q runs only the data tests (for runs under packet loss). Prints one
+ * "ok"/"FAIL" line per check and exits 0 only if all passed.
+ */
+#include <arpa/inet.h>
+#include <endian.h>
+#include <errno.h>
+#include <getopt.h>
+#include <poll.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <infiniband/verbs.h>
+
+static int failures, passes;
+
+#define CHECK(ok, ...)                                                \
+	do {                                                          \
+		int _ok = (ok);                                       \
+		printf("%s ", _ok ? "  ok  " : "  FAIL");             \
+		printf(__VA_ARGS__);                                  \
+		printf("\n");                                         \
+		if (_ok)                                              \
+			passes++;                                     \
+		else                                                  \
+			failures++;                                   \
+	} while (0)
+
+#define BUF_SIZE (4u << 20)
+#define DEPTH 128
+
+struct side {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_comp_channel *ch;
+	struct ibv_cq *scq, *rcq;
+	struct ibv_qp *qp;
+	struct ibv_mr *mr;
+	uint8_t *buf;
+	union ibv_gid gid;
+	int gid_index;
+};
+
+static const char *dev_a, *dev_b;
+static int gid_index = 1;
+
+static struct ibv_context *open_dev(const char *name)
+{
+	struct ibv_device **list = ibv_get_device_list(NULL);
+	struct ibv_context *ctx = NULL;
+
+	for (int i = 0; list && list[i]; i++)
+		if (!strcmp(ibv_get_device_name(list[i]), name)) {
+			ctx = ibv_open_device(list[i]);
+			break;
+		}
+	ibv_free_device_list(list);
+	return ctx;
+}
+
+static int side_open(struct side *s, const char *dev, struct ibv_cq *shared_cq)
+{
+	memset(s, 0, sizeof(*s));
+	s->ctx = open_dev(dev);
+	if (!s->ctx)
+		return -1;
+	s->pd = ibv_alloc_pd(s->ctx);
+	s->ch = ibv_create_comp_channel(s->ctx);
+	s->buf = aligned_alloc(4096, BUF_SIZE);
+	if (!s->pd || !s->ch || !s->buf)
+		return -1;
+	memset(s->buf, 0, BUF_SIZE);
+	s->mr = ibv_reg_mr(s->pd, s->buf, BUF_SIZE,
+			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+				   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
+	s->scq = shared_cq ? shared_cq : ibv_create_cq(s->ctx, 4 * DEPTH, NULL, NULL, 0);
+	s->rcq = ibv_create_cq(s->ctx, 4 * DEPTH, NULL, s->ch, 0);
+	s->gid_index = gid_index;
+	if (!s->mr || !s->scq || !s->rcq || ibv_query_gid(s->ctx, 1, gid_index, &s->gid))
+		return -1;
+	return 0;
+}
+
+static struct ibv_qp *qp_create(struct side *s, struct ibv_cq *scq)
+{
+	struct ibv_qp_init_attr ia = {
+		.send_cq = scq ? scq : s->scq,
+		.recv_cq = s->rcq,
+		.cap = { .max_send_wr = DEPTH, .max_recv_wr = DEPTH, .max_send_sge = 4,
+			 .max_recv_sge = 4, .max_inline_data = 64 },
+		.qp_type = IBV_QPT_RC,
+	};
+	return ibv_create_qp(s->pd, &ia);
+}
+
+/* RESET -> INIT -> RTR -> RTS towards @peer's QP @rqp on @peer's GID. */
+static int qp_connect(struct ibv_qp *qp, struct side *self, struct side *peer, struct ibv_qp *rqp,
+		      int rnr_retry, int retry)
+{
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_INIT,
+		.port_num = 1,
+		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+				   IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_LOCAL_WRITE,
+	};
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+					 IBV_QP_ACCESS_FLAGS))
+		return -1;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_1024;
+	a.dest_qp_num = rqp->qp_num;
+	a.rq_psn = 0x123456 ^ rqp->qp_num;
+	a.max_dest_rd_atomic = 16;
+	a.min_rnr_timer = 1;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.grh.dgid = peer->gid;
+	a.ah_attr.grh.sgid_index = self->gid_index;
+	a.ah_attr.grh.hop_limit = 64;
+	a.ah_attr.port_num = 1;
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+					 IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+					 IBV_QP_MIN_RNR_TIMER))
+		return -1;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.timeout = 14;
+	a.retry_cnt = retry;
+	a.rnr_retry = rnr_retry;
+	a.sq_psn = 0x123456 ^ qp->qp_num;
+	a.max_rd_atomic = 16;
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+					    IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Polls @n completions into @wc within 20 s; returns how many came. */
+static int poll_n(struct ibv_cq *cq, struct ibv_wc *wc, int n)
+{
+	double end = now() + 20;
+	int got = 0;
+
+	while (got < n && now() < end) {
+		int r = ibv_poll_cq(cq, n - got, wc + got);
+
+		if (r < 0)
+			return got;
+		got += r;
+		if (!r)
+			usleep(100);
+	}
+	return got;
+}
+
+static int post_recv(struct side *s, struct ibv_qp *qp, uint64_t id, uint32_t off, uint32_t len)
+{
+	struct ibv_sge sge = { (uintptr_t)s->buf + off, len, s->mr->lkey };
+	struct ibv_recv_wr wr = { .wr_id = id, .sg_list = &sge, .num_sge = 1 }, *bad;
+
+	return ibv_post_recv(qp, &wr, &bad);
+}
+
+static int post_send(struct side *s, struct ibv_qp *qp, uint64_t id, enum ibv_wr_opcode op,
+		     uint32_t off, uint32_t len, unsigned int flags, uint64_t raddr, uint32_t rkey)
+{
+	struct ibv_sge sge = { (uintptr_t)s->buf + off, len, s->mr->lkey };
+	struct ibv_send_wr wr = {
+		.wr_id = id, .sg_list = &sge, .num_sge = 1, .opcode = op, .send_flags = flags,
+	}, *bad;
+
+	if (op == IBV_WR_RDMA_WRITE || op == IBV_WR_RDMA_WRITE_WITH_IMM || op == IBV_WR_RDMA_READ) {
+		wr.wr.rdma.remote_addr = raddr;
+		wr.wr.rdma.rkey = rkey;
+	}
+	if (op == IBV_WR_SEND_WITH_IMM || op == IBV_WR_RDMA_WRITE_WITH_IMM)
+		wr.imm_data = htonl(0xc0ffee00 | (id & 0xff));
+	return ibv_post_send(qp, &wr, &bad);
+}
+
+static void fill(uint8_t *p, size_t n, unsigned int seed)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] = (uint8_t)(seed * 131 + i * 7 + (i >> 9));
+}
+
+static struct side A, B;
+
+static void test_send_sizes(void)
+{
+	static const uint32_t sizes[] = { 0, 1, 1023, 1024, 1025, 4096, 65536, 1 << 20 };
+	struct ibv_wc ws, wr;
+
+	for (unsigned int i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		uint32_t n = sizes[i];
+		int imm = i & 1;
+
+		fill(A.buf, n, i + 1);
+		memset(B.buf, 0, n + 16);
+		post_recv(&B, B.qp, 100 + i, 0, n + 16);
+		post_send(&A, A.qp, 200 + i, imm ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND, 0, n,
+			  IBV_SEND_SIGNALED, 0, 0);
+		int gs = poll_n(A.scq, &ws, 1), gr = poll_n(B.rcq, &wr, 1);
+
+		CHECK(gs == 1 && ws.status == IBV_WC_SUCCESS && ws.wr_id == 200 + i &&
+			      ws.opcode == IBV_WC_SEND,
+		      "send %u bytes%s: requester completion (got %d, status %s)", n,
+		      imm ? " with immediate" : "", gs, gs ? ibv_wc_status_str(ws.status) : "-");
+		CHECK(gr == 1 && wr.status == IBV_WC_SUCCESS && wr.wr_id == 100 + i &&
+			      wr.opcode == IBV_WC_RECV && wr.byte_len == n &&
+			      wr.qp_num == B.qp->qp_num && wr.src_qp == A.qp->qp_num,
+		      "send %u bytes: receive completion (byte_len %u)", n, gr ? wr.byte_len : 0);
+		CHECK(!memcmp(A.buf, B.buf, n) && B.buf[n] == 0, "send %u bytes: data intact", n);
+		if (imm)
+			CHECK(gr == 1 && (wr.wc_flags & IBV_WC_WITH_IMM) &&
+				      ntohl(wr.imm_data) == (0xc0ffee00 | ((200 + i) & 0xff)),
+			      "send %u bytes: immediate data 0x%08x", n, ntohl(wr.imm_data));
+	}
+}
+
+static void test_inline(void)
+{
+	struct ibv_wc ws, wr;
+
+	fill(A.buf, 48, 77);
+	post_recv(&B, B.qp, 1, 0, 64);
+	post_send(&A, A.qp, 2, IBV_WR_SEND, 0, 48, IBV_SEND_SIGNALED | IBV_SEND_INLINE, 0, 0);
+	memset(A.buf, 0xee, 48); /* inline data was copied at post time */
+	int gs = poll_n(A.scq, &ws, 1), gr = poll_n(B.rcq, &wr, 1);
+
+	fill(A.buf, 48, 77);
+	CHECK(gs == 1 && ws.status == IBV_WC_SUCCESS && gr == 1 && wr.byte_len == 48 &&
+		      !memcmp(A.buf, B.buf, 48),
+	      "inline send: data taken at post time, delivered intact");
+}
+
+static void test_write_read(void)
+{
+	struct ibv_wc ws, wr;
+	uint32_t n = 200000;
+
+	fill(A.buf, n, 9);
+	memset(B.buf + 8192, 0, n);
+	post_send(&A, A.qp, 10, IBV_WR_RDMA_WRITE, 0, n, IBV_SEND_SIGNALED,
+		  (uintptr_t)B.buf + 8192, B.mr->rkey);
+	int gs = poll_n(A.scq, &ws, 1);
+
+	CHECK(gs == 1 && ws.status == IBV_WC_SUCCESS && ws.opcode == IBV_WC_RDMA_WRITE,
+	      "RDMA WRITE %u bytes: completion", n);
+	CHECK(!memcmp(A.buf, B.buf + 8192, n), "RDMA WRITE %u bytes: data intact", n);
+
+	post_recv(&B, B.qp, 11, 0, 16);
+	post_send(&A, A.qp, 12, IBV_WR_RDMA_WRITE_WITH_IMM, 0, 5000, IBV_SEND_SIGNALED,
+		  (uintptr_t)B.buf + 8192, B.mr->rkey);
+	gs = poll_n(A.scq, &ws, 1);
+	int gr = poll_n(B.rcq, &wr, 1);
+
+	CHECK(gs == 1 && ws.status == IBV_WC_SUCCESS && gr == 1 &&
+		      wr.opcode == IBV_WC_RECV_RDMA_WITH_IMM && (wr.wc_flags & IBV_WC_WITH_IMM) &&
+		      ntohl(wr.imm_data) == (0xc0ffee00 | 12) && wr.byte_len == 5000,
+	      "RDMA WRITE with immediate: receive completion with the immediate");
+
+	n = 300000;
+	fill(B.buf + 65536, n, 21);
+	memset(A.buf + 1024 * 1024, 0, n);
+	post_send(&A, A.qp, 13, IBV_WR_RDMA_READ, 1024 * 1024, n, IBV_SEND_SIGNALED,
+		  (uintptr_t)B.buf + 65536, B.mr->rkey);
+	gs = poll_n(A.scq, &ws, 1);
+	CHECK(gs == 1 && ws.status == IBV_WC_SUCCESS && ws.opcode == IBV_WC_RDMA_READ &&
+		      ws.byte_len == n,
+	      "RDMA READ %u bytes: completion (%s)", n,
+	      gs ? ibv_wc_status_str(ws.status) : "no completion");
+	CHECK(!memcmp(A.buf + 1024 * 1024, B.buf + 65536, n), "RDMA READ %u bytes: data intact",
+	      n);
+}
+
+static void test_atomics(void)
+{
+	struct ibv_wc ws;
+	uint64_t *target = (uint64_t *)(B.buf + 4096), *res = (uint64_t *)(A.buf + 64);
+	struct ibv_sge sge = { (uintptr_t)res, 8, A.mr->lkey };
+	struct ibv_send_wr wr = { .wr_id = 30, .sg_list = &sge, .num_sge = 1,
+				  .opcode = IBV_WR_ATOMIC_FETCH_AND_ADD,
+				  .send_flags = IBV_SEND_SIGNALED },
+			   *bad;
+
+	*target = 1000;
+	wr.wr.atomic.remote_addr = (uintptr_t)target;
+	wr.wr.atomic.rkey = B.mr->rkey;
+	wr.wr.atomic.compare_add = 23;
+	ibv_post_send(A.qp, &wr, &bad);
+	int g = poll_n(A.scq, &ws, 1);
+
+	CHECK(g == 1 && ws.status == IBV_WC_SUCCESS && ws.opcode == IBV_WC_FETCH_ADD &&
+		      *res == 1000 && *target == 1023,
+	      "FetchAdd: returns the old value, adds (old %llu, now %llu, %s)",
+	      (unsigned long long)*res, (unsigned long long)*target,
+	      g ? ibv_wc_status_str(ws.status) : "no completion");
+	wr.opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
+	wr.wr.atomic.compare_add = 1023;
+	wr.wr.atomic.swap = 7;
+	ibv_post_send(A.qp, &wr, &bad);
+	g = poll_n(A.scq, &ws, 1);
+	CHECK(g == 1 && ws.status == IBV_WC_SUCCESS && ws.opcode == IBV_WC_COMP_SWAP &&
+		      *res == 1023 && *target == 7,
+	      "CmpSwap equal: swaps (%s)", g ? ibv_wc_status_str(ws.status) : "no completion");
+	wr.wr.atomic.compare_add = 1;
+	wr.wr.atomic.swap = 99;
+	ibv_post_send(A.qp, &wr, &bad);
+	g = poll_n(A.scq, &ws, 1);
+	CHECK(g == 1 && ws.status == IBV_WC_SUCCESS && *res == 7 && *target == 7,
+	      "CmpSwap different: leaves the target (old %llu, now %llu, %s)",
+	      (unsigned long long)*res, (unsigned long long)*target,
+	      g ? ibv_wc_status_str(ws.status) : "no completion");
+}
+
+/* Mixed requests, only some signaled: completions in posting order. */
+static void test_order_unsignaled(void)
+{
+	struct ibv_wc wc[64], wr[64];
+	int n = 40, sig = 0;
+
+	for (int i = 0; i < n; i++)
+		post_recv(&B, B.qp, 1000 + i, 16384 + i * 1024, 1024);
+	for (int i = 0; i < n; i++) {
+		int signaled = i % 3 == 0 || i == n - 1;
+		enum ibv_wr_opcode op = i % 4 == 1 ? IBV_WR_RDMA_READ :
+					i % 4 == 2 ? IBV_WR_RDMA_WRITE : IBV_WR_SEND;
+
+		sig += signaled;
+		if (op == IBV_WR_RDMA_READ || op == IBV_WR_RDMA_WRITE)
+			post_send(&A, A.qp, i, op, 200000 + i * 4096, 3000,
+				  signaled ? IBV_SEND_SIGNALED : 0, (uintptr_t)B.buf + 200000,
+				  B.mr->rkey);
+		else
+			post_send(&A, A.qp, i, IBV_WR_SEND, i * 512, 512,
+				  signaled ? IBV_SEND_SIGNALED : 0, 0, 0);
+	}
+	int sends = 0;
+
+	for (int i = 0; i < n; i++)
+		sends += !(i % 4 == 1 || i % 4 == 2);
+	int g = poll_n(A.scq, wc, sig);
+	int ordered = g == sig;
+
+	for (int i = 1; i < g; i++)
+		ordered &= wc[i].wr_id > wc[i - 1].wr_id && wc[i].status == IBV_WC_SUCCESS;
+	CHECK(ordered, "%d mixed SEND/WRITE/READ, %d signaled: %d completions, in order (%s)", n,
+	      sig, g, g ? ibv_wc_status_str(wc[g - 1].status) : "-");
+	usleep(20000);
+	CHECK(ibv_poll_cq(A.scq, 64, wc) == 0, "unsignaled requests leave no completion");
+	int gr = poll_n(B.rcq, wr, sends);
+
+	CHECK(gr == sends, "receiver got all %d sends (%d)", sends, gr);
+	/* Drain the receives the test did not use. */
+	struct ibv_qp_attr qa;
+	struct ibv_qp_init_attr qi;
+
+	ibv_query_qp(B.qp, &qa, IBV_QP_STATE, &qi);
+	CHECK(qa.qp_state == IBV_QPS_RTS, "responder QP still in RTS");
+	for (int i = sends; i < n; i++) {
+		post_send(&A, A.qp, 5000 + i, IBV_WR_SEND, 0, 8, IBV_SEND_SIGNALED, 0, 0);
+		poll_n(A.scq, wc, 1);
+		poll_n(B.rcq, wr, 1);
+	}
+}
+
+static void test_channel(void)
+{
+	struct ibv_wc wr;
+	struct ibv_cq *ev_cq;
+	void *ev_ctx;
+	struct pollfd pfd = { .fd = B.ch->fd, .events = POLLIN };
+
+	CHECK(!ibv_req_notify_cq(B.rcq, 0), "arm the receive CQ");
+	post_recv(&B, B.qp, 40, 0, 64);
+	post_send(&A, A.qp, 41, IBV_WR_SEND, 0, 32, 0, 0, 0);
+	int r = poll(&pfd, 1, 20000);
+
+	CHECK(r == 1 && !ibv_get_cq_event(B.ch, &ev_cq, &ev_ctx) && ev_cq == B.rcq,
+	      "completion channel: event for the armed CQ");
+	if (r == 1)
+		ibv_ack_cq_events(B.rcq, 1);
+	CHECK(poll_n(B.rcq, &wr, 1) == 1 && wr.wr_id == 40, "the completion behind the event");
+	post_recv(&B, B.qp, 42, 0, 64);
+	post_send(&A, A.qp, 43, IBV_WR_SEND, 0, 32, 0, 0, 0);
+	poll_n(B.rcq, &wr, 1);
+	CHECK(poll(&pfd, 1, 300) == 0, "no event without a new arm (one callback per arm)");
+}
+
+static int fresh_pair(struct ibv_qp **qa, struct ibv_qp **qb, int rnr_retry, struct ibv_cq *scq)
+{
+	*qa = qp_create(&A, scq);
+	*qb = qp_create(&B, NULL);
+	return !*qa || !*qb || qp_connect(*qa, &A, &B, *qb, rnr_retry, 3) ||
+	       qp_connect(*qb, &B, &A, *qa, rnr_retry, 3);
+}
+
+static int qp_state(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a;
+	struct ibv_qp_init_attr i;
+
+	return ibv_query_qp(qp, &a, IBV_QP_STATE, &i) ? -1 : (int)a.qp_state;
+}
+
+static void test_errors(void)
+{
+	struct ibv_qp *qa, *qb;
+	struct ibv_wc wc[4], wb;
+
+	/* RNR: nothing posted, rnr_retry 0. */
+	if (fresh_pair(&qa, &qb, 0, NULL)) {
+		CHECK(0, "create a second QP pair");
+		return;
+	}
+	post_send(&A, qa, 50, IBV_WR_SEND, 0, 100, IBV_SEND_SIGNALED, 0, 0);
+	post_send(&A, qa, 51, IBV_WR_SEND, 0, 100, IBV_SEND_SIGNALED, 0, 0);
+	int g = poll_n(A.scq, wc, 2);
+
+	CHECK(g == 2 && wc[0].wr_id == 50 && wc[0].status == IBV_WC_RNR_RETRY_EXC_ERR &&
+		      wc[1].wr_id == 51 && wc[1].status == IBV_WC_WR_FLUSH_ERR,
+	      "RNR retries exhausted, the next request flushed (%s, %s)",
+	      g > 0 ? ibv_wc_status_str(wc[0].status) : "-",
+	      g > 1 ? ibv_wc_status_str(wc[1].status) : "-");
+	CHECK(qp_state(qa) == IBV_QPS_ERR, "requester QP in the error state");
+	ibv_destroy_qp(qa);
+	ibv_destroy_qp(qb);
+
+	/* Remote access error: bad rkey; the CQ is shared with the main QP. */
+	if (fresh_pair(&qa, &qb, 7, A.scq)) {
+		CHECK(0, "create a third QP pair");
+		return;
+	}
+	post_send(&A, qa, 60, IBV_WR_RDMA_WRITE, 0, 100, IBV_SEND_SIGNALED,
+		  (uintptr_t)B.buf, B.mr->rkey ^ 0x5a00);
+	post_send(&A, qa, 61, IBV_WR_SEND, 0, 10, IBV_SEND_SIGNALED, 0, 0);
+	g = poll_n(A.scq, wc, 2);
+	CHECK(g == 2 && wc[0].wr_id == 60 && wc[0].status == IBV_WC_REM_ACCESS_ERR &&
+		      wc[1].wr_id == 61 && wc[1].status == IBV_WC_WR_FLUSH_ERR,
+	      "bad rkey: remote access error, the next request flushed (%s)",
+	      g > 0 ? ibv_wc_status_str(wc[0].status) : "-");
+	usleep(20000);
+	CHECK(qp_state(qb) == IBV_QPS_ERR, "responder QP moved to the error state");
+	/* The main QP on the same CQ is untouched. */
+	post_recv(&B, B.qp, 62, 0, 64);
+	post_send(&A, A.qp, 63, IBV_WR_SEND, 0, 16, IBV_SEND_SIGNALED, 0, 0);
+	g = poll_n(A.scq, wc, 1);
+	CHECK(g == 1 && wc[0].wr_id == 63 && wc[0].status == IBV_WC_SUCCESS &&
+		      poll_n(B.rcq, &wb, 1) == 1 && wb.status == IBV_WC_SUCCESS,
+	      "flush touched only the failed QP on the shared CQ");
+	ibv_destroy_qp(qa);
+	ibv_destroy_qp(qb);
+
+	/* Receive length error. */
+	if (fresh_pair(&qa, &qb, 7, NULL)) {
+		CHECK(0, "create a fourth QP pair");
+		return;
+	}
+	post_recv(&B, qb, 70, 0, 100);
+	post_recv(&B, qb, 71, 0, 100);
+	post_send(&A, qa, 72, IBV_WR_SEND, 0, 200, IBV_SEND_SIGNALED, 0, 0);
+	g = poll_n(A.scq, wc, 1);
+	CHECK(g == 1 && wc[0].status == IBV_WC_REM_INV_REQ_ERR,
+	      "send longer than the receive: requester gets %s",
+	      g ? ibv_wc_status_str(wc[0].status) : "-");
+	struct ibv_wc rw[2];
+	int gr = poll_n(B.rcq, rw, 2);
+
+	CHECK(gr == 2 && rw[0].wr_id == 70 && rw[0].status == IBV_WC_LOC_LEN_ERR &&
+		      rw[1].wr_id == 71 && rw[1].status == IBV_WC_WR_FLUSH_ERR,
+	      "responder: local length error, then the other receive flushed");
+	ibv_destroy_qp(qa);
+	ibv_destroy_qp(qb);
+}
+
+int main(int argc, char **argv)
+{
+	int quick = 0, c;
+
+	while ((c = getopt(argc, argv, "a:b:g:q")) != -1) {
+		switch (c) {
+		case 'a': dev_a = optarg; break;
+		case 'b': dev_b = optarg; break;
+		case 'g': gid_index = atoi(optarg); break;
+		case 'q': quick = 1; break;
+		default:
+			fprintf(stderr, "usage: %s -a DEV -b DEV [-g GID_INDEX] [-q]\n", argv[0]);
+			return 2;
+		}
+	}
+	if (!dev_a || !dev_b) {
+		fprintf(stderr, "usage: %s -a DEV -b DEV [-g GID_INDEX] [-q]\n", argv[0]);
+		return 2;
+	}
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (side_open(&A, dev_a, NULL) || side_open(&B, dev_b, NULL)) {
+		printf("  FAIL cannot open %s/%s with GID index %d\n", dev_a, dev_b, gid_index);
+		return 1;
+	}
+	A.qp = qp_create(&A, NULL);
+	B.qp = qp_create(&B, NULL);
+	CHECK(A.qp && B.qp && !qp_connect(A.qp, &A, &B, B.qp, 7, 7) &&
+		      !qp_connect(B.qp, &B, &A, A.qp, 7, 7),
+	      "connect RC QPs %s <-> %s (GID index %d)", dev_a, dev_b, gid_index);
+	if (failures)
+		return 1;
+	test_send_sizes();
+	test_inline();
+	test_write_read();
+	test_atomics();
+	if (!quick) {
+		test_order_unsignaled();
+		test_channel();
+		test_errors();
+	}
+	printf("%d passed, %d failed\n", passes, failures);
+	return failures ? 1 : 0;
+}
