@@ -113,6 +113,8 @@ pub(crate) struct RroceDev {
     ndev: AtomicPtr<sys::net_device>,
     /// The netdev's namespace key for `net::put`, 0 if none was taken.
     net: usize,
+    /// Packet counters (`rdma statistic`).
+    pub(crate) counters: crate::counters::Counters,
 }
 
 /// The objects whose size the core must know. Each starts with the core's
@@ -355,6 +357,54 @@ pub(crate) fn device_of_netdev(ndev: *mut sys::net_device) -> Option<*mut sys::i
     // SAFETY: `dev` is allocated while in the registry (type invariant of
     // `DeviceSlot`), and the lock keeps `dealloc_driver` from finishing.
     (unsafe { sys::rroce_helper_ib_device_try_get(dev) } != 0).then_some(dev)
+}
+
+/// Finds rroce's device in namespace `net` (a `net::net_of` key) that owns
+/// `gid`, with a reference the caller must drop with `ib_device_put`: the
+/// receiver of a packet the IP stack looped back (its netdev is `lo`).
+pub(crate) fn device_of_gid(net: usize, gid: &[u8; 16]) -> Option<*mut sys::ib_device> {
+    let mut found = [null_mut::<sys::ib_device>(); MAX_DEVICES];
+    let mut n = 0;
+    {
+        let list = DEVICES.lock();
+        for slot in list.slots.iter().filter(|d| d.dev != 0) {
+            let dev = slot.dev as *mut sys::ib_device;
+            // SAFETY: allocated while listed; the lock keeps
+            // `dealloc_driver` from finishing. `net` is read-only after
+            // registration.
+            let same_net = unsafe { (*dev.cast::<RroceDev>()).net } == net;
+            // SAFETY: as above.
+            if same_net && unsafe { sys::rroce_helper_ib_device_try_get(dev) } != 0 {
+                found[n] = dev;
+                n += 1;
+            }
+        }
+    }
+    let mut hit = None;
+    for &dev in &found[..n] {
+        let g = sys::ib_gid { raw: *gid };
+        // SAFETY: `dev` is referenced; `g` is valid for the call.
+        let attr = unsafe {
+            sys::rdma_find_gid(
+                dev,
+                &g,
+                sys::ib_gid_type_IB_GID_TYPE_ROCE_UDP_ENCAP,
+                null_mut(),
+            )
+        };
+        let found = !attr.is_null() && (attr as usize) < (-4095isize) as usize;
+        if found {
+            // SAFETY: a referenced GID attribute from `rdma_find_gid`.
+            unsafe { sys::rdma_put_gid_attr(attr) };
+        }
+        if found && hit.is_none() {
+            hit = Some(dev);
+        } else {
+            // SAFETY: drops the reference taken above.
+            unsafe { sys::ib_device_put(dev) };
+        }
+    }
+    hit
 }
 
 /// # Safety
@@ -646,8 +696,10 @@ fn device_ops() -> sys::ib_device_ops {
     ops.poll_cq = Some(crate::cq::poll_cq);
     ops.req_notify_cq = Some(crate::cq::req_notify_cq);
     ops.size_ib_cq = size_of::<crate::cq::RroceCq>();
-    // QPs (no post_recv yet: until the transport exists rroce must not
-    // claim to be a kernel verbs provider, see `qp`).
+    ops.alloc_hw_port_stats = Some(crate::counters::alloc_hw_port_stats);
+    ops.get_hw_stats = Some(crate::counters::get_hw_stats);
+    // QPs (no post_recv yet: without kernel QPs rroce must not claim to be
+    // a kernel verbs provider, see `qp`).
     ops.create_qp = Some(crate::qp::create_qp);
     ops.modify_qp = Some(crate::qp::modify_qp);
     ops.query_qp = Some(crate::qp::query_qp);

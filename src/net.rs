@@ -15,15 +15,14 @@
 //! pushes after the route lookup (as rdma_rxe's `prepare4/6`); the ICRC is
 //! computed over the final packet here, then `ip_local_out` sends it.
 
-use core::{
-    ptr::{null_mut, NonNull},
-    sync::atomic::{AtomicU64, Ordering},
-};
+use core::ptr::{null_mut, NonNull};
 
 use kernel::{ffi::c_int, prelude::*};
 
 use crate::{
     ah::{AddressVector, NetworkType},
+    counters::{Counter, Counters},
+    device::RroceDev,
     engine::{icrc, icrc::ICRC_LEN},
     rdma::sys,
 };
@@ -59,7 +58,7 @@ impl Skb {
 
     /// Routes the packet, pushes the UDP and IP headers, writes the ICRC
     /// and sends it.
-    pub(crate) fn send(self, av: &AddressVector, sport: u16) -> Result {
+    pub(crate) fn send(self, av: &AddressVector, sport: u16, counters: &Counters) -> Result {
         let ipv6 = av.network == NetworkType::Ipv6;
         let mut l3: *mut u8 = null_mut();
         let mut l3_len: u32 = 0;
@@ -78,7 +77,7 @@ impl Skb {
             )
         };
         if err != 0 {
-            COUNTERS.tx_no_route.fetch_add(1, Ordering::Relaxed);
+            counters.inc(Counter::NoRoute);
             return Err(Error::from_errno(err));
         }
         // SAFETY: the helper returned the skb's linear network header
@@ -89,7 +88,7 @@ impl Skb {
         }
         let skb = self.0.as_ptr();
         core::mem::forget(self);
-        COUNTERS.tx_packets.fetch_add(1, Ordering::Relaxed);
+        counters.inc(Counter::SentPkts);
         // SAFETY: consumes the skb, whatever the result.
         let _ = unsafe { sys::rroce_helper_tx_send(skb) };
         Ok(())
@@ -108,35 +107,6 @@ pub(crate) fn alloc(ndev: *mut sys::net_device, ipv6: bool, len: usize) -> Optio
     // INVARIANT: the helper put `len` bytes at `data`, owned with the skb.
     Some(Skb(skb, data, len))
 }
-
-/// Device-wide packet counters.
-pub(crate) struct Counters {
-    pub(crate) tx_packets: AtomicU64,
-    pub(crate) rx_packets: AtomicU64,
-    pub(crate) rx_bad_icrc: AtomicU64,
-    pub(crate) rx_malformed: AtomicU64,
-    pub(crate) rx_no_qp: AtomicU64,
-    pub(crate) tx_no_route: AtomicU64,
-    pub(crate) retransmits: AtomicU64,
-    pub(crate) rnr_naks_rcvd: AtomicU64,
-    pub(crate) rnr_naks_sent: AtomicU64,
-    pub(crate) dup_requests: AtomicU64,
-    pub(crate) seq_naks_sent: AtomicU64,
-}
-
-pub(crate) static COUNTERS: Counters = Counters {
-    tx_packets: AtomicU64::new(0),
-    rx_packets: AtomicU64::new(0),
-    rx_bad_icrc: AtomicU64::new(0),
-    rx_malformed: AtomicU64::new(0),
-    rx_no_qp: AtomicU64::new(0),
-    tx_no_route: AtomicU64::new(0),
-    retransmits: AtomicU64::new(0),
-    rnr_naks_rcvd: AtomicU64::new(0),
-    rnr_naks_sent: AtomicU64::new(0),
-    dup_requests: AtomicU64::new(0),
-    seq_naks_sent: AtomicU64::new(0),
-};
 
 /// The UDP sockets of one network namespace.
 ///
@@ -193,44 +163,57 @@ fn receive(skb: Skb) {
     let mut l3_len: u32 = 0;
     // SAFETY: we own the skb.
     if unsafe { sys::rroce_helper_rx_skb(skb.0.as_ptr(), &mut ndev, &mut l3, &mut l3_len) } != 0 {
-        COUNTERS.rx_malformed.fetch_add(1, Ordering::Relaxed);
         return;
     }
-    COUNTERS.rx_packets.fetch_add(1, Ordering::Relaxed);
     // SAFETY: the linear packet from the network header to the tail,
     // owned with the skb, which outlives this borrow.
     let pkt = unsafe { core::slice::from_raw_parts(l3, l3_len as usize) };
-    let Some((ip_len, src)) = ip_info(pkt) else {
-        COUNTERS.rx_malformed.fetch_add(1, Ordering::Relaxed);
+    let Some((ip_len, src, dst)) = ip_info(pkt) else {
         return;
     };
-    // The UDP length bounds the RoCE packet (the skb may carry padding).
-    let Some(udp) = pkt.get(ip_len..ip_len + 8) else {
-        COUNTERS.rx_malformed.fetch_add(1, Ordering::Relaxed);
+    // A packet to a local address arrives on `lo`: find the device by the
+    // destination GID then.
+    let ibdev = crate::device::device_of_netdev(ndev).or_else(|| {
+        // SAFETY: the receiving netdev is live in softirq context.
+        let net = unsafe { net_of(ndev) };
+        crate::device::device_of_gid(net, &dst)
+    });
+    let Some(ibdev) = ibdev else {
         return;
     };
-    let udp_len = usize::from(u16::from_be_bytes([udp[4], udp[5]]));
-    let sport = u16::from_be_bytes([udp[0], udp[1]]);
-    let Some(pkt) = pkt
-        .get(..ip_len + udp_len)
-        .filter(|_| udp_len >= 8 + ICRC_LEN)
-    else {
-        COUNTERS.rx_malformed.fetch_add(1, Ordering::Relaxed);
-        return;
-    };
-    if icrc::verify(pkt).is_err() {
-        COUNTERS.rx_bad_icrc.fetch_add(1, Ordering::Relaxed);
-        return;
+    // SAFETY: referenced above, until the `ib_device_put` below.
+    let dev = unsafe { RroceDev::from_ib(ibdev) };
+    dev.counters.inc(Counter::RcvdPkts);
+    match roce_payload(pkt, ip_len) {
+        Ok((roce, sport)) => crate::qp::receive(dev, roce, &src, sport),
+        Err(c) => dev.counters.inc(c),
     }
-    let roce = &pkt[ip_len + 8..];
-    crate::qp::receive(ndev, roce, &src, sport);
+    // SAFETY: drops the reference `device_of_*` took.
+    unsafe { sys::ib_device_put(ibdev) };
 }
 
-/// The IP header length and the source address as a GID (IPv4-mapped for
-/// IPv4), or `None` for anything but a plain IPv4/IPv6 header.
-fn ip_info(pkt: &[u8]) -> Option<(usize, [u8; 16])> {
+/// The RoCEv2 packet (BTH through ICRC) after the IP and UDP headers, with
+/// its ICRC checked, and the UDP source port.
+fn roce_payload(pkt: &[u8], ip_len: usize) -> Result<(&[u8], u16), Counter> {
+    // The UDP length bounds the RoCE packet (the skb may carry padding).
+    let udp = pkt.get(ip_len..ip_len + 8).ok_or(Counter::Malformed)?;
+    let udp_len = usize::from(u16::from_be_bytes([udp[4], udp[5]]));
+    let sport = u16::from_be_bytes([udp[0], udp[1]]);
+    if udp_len < 8 + ICRC_LEN {
+        return Err(Counter::Malformed);
+    }
+    let pkt = pkt.get(..ip_len + udp_len).ok_or(Counter::Malformed)?;
+    icrc::verify(pkt).map_err(|_| Counter::BadIcrc)?;
+    Ok((&pkt[ip_len + 8..], sport))
+}
+
+/// The IP header length and the source and destination addresses as GIDs
+/// (IPv4-mapped for IPv4), or `None` for anything but a plain IPv4/IPv6
+/// header.
+fn ip_info(pkt: &[u8]) -> Option<(usize, [u8; 16], [u8; 16])> {
     let v = pkt.first()? >> 4;
     let mut gid = [0u8; 16];
+    let mut dst = [0u8; 16];
     match v {
         4 => {
             let ihl = usize::from(pkt.first()? & 0x0f) * 4;
@@ -239,15 +222,19 @@ fn ip_info(pkt: &[u8]) -> Option<(usize, [u8; 16])> {
             }
             gid[10] = 0xff;
             gid[11] = 0xff;
+            dst[10] = 0xff;
+            dst[11] = 0xff;
             gid[12..].copy_from_slice(pkt.get(12..16)?);
-            Some((20, gid))
+            dst[12..].copy_from_slice(pkt.get(16..20)?);
+            Some((20, gid, dst))
         }
         6 => {
             if pkt.len() < 40 || *pkt.get(6)? != 17 {
                 return None;
             }
             gid.copy_from_slice(pkt.get(8..24)?);
-            Some((40, gid))
+            dst.copy_from_slice(pkt.get(24..40)?);
+            Some((40, gid, dst))
         }
         _ => None,
     }

@@ -37,12 +37,13 @@ use kernel::{
 
 use crate::{
     ah::{av_from_attr, AddressVector},
+    counters::Counter,
     device::{limits, RroceDev},
     engine::{
         ring::{offset, Consumer, Layout, RingError},
         wire::{self, Direction, Transport},
     },
-    net::{Skb, COUNTERS},
+    net::Skb,
     rdma::{mmap::QueueBuf, sys},
     transport::{self, Ctx, Req, Resp, SendOp},
 };
@@ -735,10 +736,12 @@ impl QpState {
                     }
                     (core::mem::take(&mut inner.tx), inner.attrs.av, inner.sport)
                 };
+                // SAFETY: the device outlives its QPs (type invariant).
+                let counters = unsafe { &(*self.dev).counters };
                 for skb in batch {
                     match av.as_ref() {
                         Some(av) => {
-                            let _ = skb.send(av, sport);
+                            let _ = skb.send(av, sport, counters);
                         }
                         None => drop(skb),
                     }
@@ -781,56 +784,47 @@ unsafe extern "C" fn timer_fn(ctx: *mut c_void) {
     state.flush_tx();
 }
 
-/// A RoCEv2 packet (BTH through ICRC, ICRC already checked) received on
-/// `ndev` from `src` (softirq context).
-pub(crate) fn receive(ndev: *mut sys::net_device, roce: &[u8], src: &[u8; 16], sport: u16) {
+/// A RoCEv2 packet (BTH through ICRC, ICRC already checked) received by
+/// `dev` from `src` (softirq context).
+pub(crate) fn receive(dev: &RroceDev, roce: &[u8], src: &[u8; 16], sport: u16) {
     let _ = (src, sport);
     let Ok(pkt) = wire::parse(roce, None) else {
-        COUNTERS.rx_malformed.fetch_add(1, Ordering::Relaxed);
+        dev.counters.inc(Counter::Malformed);
         return;
     };
     let info = pkt.info();
     if info.transport != Transport::Rc {
         // UD and the GSI QP come with kernel QPs; UC is not offered.
-        COUNTERS.rx_no_qp.fetch_add(1, Ordering::Relaxed);
+        dev.counters.inc(Counter::NoQp);
         return;
     }
-    let Some(ibdev) = crate::device::device_of_netdev(ndev) else {
-        COUNTERS.rx_no_qp.fetch_add(1, Ordering::Relaxed);
+    let guard = rcu::read_lock();
+    let qpn = pkt.bth().dest_qpn;
+    let Some(state) = dev
+        .qps
+        .get(qpn as usize, &guard)
+        .filter(|s| s.qp_type == sys::ib_qp_type_IB_QPT_RC)
+    else {
+        dev.counters.inc(Counter::NoQp);
         return;
     };
-    {
-        // SAFETY: referenced above.
-        let dev = unsafe { RroceDev::from_ib(ibdev) };
-        let guard = rcu::read_lock();
-        let qpn = pkt.bth().dest_qpn;
-        match dev.qps.get(qpn as usize, &guard) {
-            Some(state) if state.qp_type == sys::ib_qp_type_IB_QPT_RC => {
-                let mut inner = state.inner.lock();
-                if !inner.dead {
-                    let mut ctx = Ctx {
-                        qp: state,
-                        inner: &mut inner,
-                        dev,
-                        ndev: dev.netdev(&guard),
-                        rcu: &guard,
-                    };
-                    match info.direction {
-                        Direction::Request => ctx.on_request(&pkt, 0),
-                        Direction::Response => ctx.on_response(&pkt),
-                        Direction::Notification => {}
-                    }
-                }
-                drop(inner);
-                state.flush_tx();
-            }
-            _ => {
-                COUNTERS.rx_no_qp.fetch_add(1, Ordering::Relaxed);
-            }
+    let mut inner = state.inner.lock();
+    if !inner.dead {
+        let mut ctx = Ctx {
+            qp: state,
+            inner: &mut inner,
+            dev,
+            ndev: dev.netdev(&guard),
+            rcu: &guard,
+        };
+        match info.direction {
+            Direction::Request => ctx.on_request(&pkt, 0),
+            Direction::Response => ctx.on_response(&pkt),
+            Direction::Notification => {}
         }
     }
-    // SAFETY: drops the reference `device_of_netdev` took.
-    unsafe { sys::ib_device_put(ibdev) };
+    drop(inner);
+    state.flush_tx();
 }
 
 /// Checks run by KUnit.

@@ -21,12 +21,11 @@
 //! NAKed once), keys and bounds checked against the MR and PD, data
 //! scattered into the receive WQE's SGEs or the MR.
 
-use core::sync::atomic::Ordering;
-
 use kernel::{prelude::*, sync::rcu};
 
 use crate::{
     abi,
+    counters::Counter,
     cq::{Kind, RroceCq},
     device::RroceDev,
     engine::{
@@ -37,7 +36,7 @@ use crate::{
         },
     },
     mr::{self, AccessError},
-    net::{self, COUNTERS},
+    net,
     qp::{QpInner, QpState},
     rdma::sys,
 };
@@ -152,6 +151,10 @@ pub(crate) struct Req {
     rnr_left: u8,
     /// Waiting out an RNR NAK's timer.
     rnr_wait: bool,
+    /// A missing READ response at this PSN was already asked for again:
+    /// later out-of-order responses (still in flight from before) must not
+    /// each start another retry (as rxe's `started_retry`).
+    rd_retry: Option<u32>,
     /// Packets sent since the last ACK request.
     noack: u32,
 }
@@ -700,6 +703,16 @@ impl Ctx<'_> {
         }
     }
 
+    /// Asks again for the READ/atomic response at `missing`, once until it
+    /// arrives (the timer covers a lost retry).
+    fn retry_read(&mut self, missing: Psn) {
+        if self.inner.req.rd_retry == Some(missing.get()) {
+            return;
+        }
+        self.inner.req.rd_retry = Some(missing.get());
+        self.rewind(missing);
+    }
+
     /// Goes back (or forward, up to what was sent) to `psn`: the WQE
     /// holding it is resent from that packet.
     fn rewind(&mut self, psn: Psn) {
@@ -730,7 +743,7 @@ impl Ctx<'_> {
                     op.rd_pkts = idx;
                     self.set_op(k, op);
                 }
-                COUNTERS.retransmits.fetch_add(1, Ordering::Relaxed);
+                self.dev.counters.inc(Counter::Retransmits);
                 return;
             }
         }
@@ -806,22 +819,30 @@ impl Ctx<'_> {
     /// READ or atomic acknowledged implicitly before its response means the
     /// response was lost: go back to it).
     fn ack_through(&mut self, psn: Psn) {
+        // The acknowledgement cannot move `una` past READ/atomic responses
+        // that have not arrived.
+        let mut next = psn.next();
         for k in 0..self.started() {
             let mut op = self.op(k);
             if op.done {
                 continue;
             }
-            if op.last_psn().diff(psn) > 0 {
+            if op.is_read_or_atomic() {
+                let missing = Psn::new(op.first_psn).add(op.rd_pkts);
+                if missing.diff(psn) <= 0 {
+                    next = missing;
+                    if op.last_psn().diff(psn) <= 0 {
+                        self.retry_read(missing);
+                    }
+                }
                 break;
             }
-            if op.is_read_or_atomic() {
-                self.rewind(Psn::new(op.first_psn).add(op.rd_pkts));
+            if op.last_psn().diff(psn) > 0 {
                 break;
             }
             op.done = true;
             self.set_op(k, op);
         }
-        let next = psn.next();
         if next.diff(Psn::new(self.inner.req.una)) > 0
             && Psn::new(self.inner.req.max_psn).diff(next) >= 0
         {
@@ -869,7 +890,7 @@ impl Ctx<'_> {
                 match aeth.syndrome {
                     Syndrome::Ack { .. } => self.ack_through(psn),
                     Syndrome::RnrNak { timer } => {
-                        COUNTERS.rnr_naks_rcvd.fetch_add(1, Ordering::Relaxed);
+                        self.dev.counters.inc(Counter::RcvdRnrErr);
                         if psn.get() != self.inner.req.una {
                             self.ack_through(psn.prev());
                         }
@@ -881,7 +902,8 @@ impl Ctx<'_> {
                         if self.inner.req.rnr_left != 7 {
                             self.inner.req.rnr_left -= 1;
                         }
-                        self.rewind(psn);
+                        let una = Psn::new(self.inner.req.una);
+                        self.rewind(una);
                         self.inner.req.rnr_wait = true;
                         // SAFETY: the timer lives as long as the QP.
                         unsafe {
@@ -899,7 +921,13 @@ impl Ctx<'_> {
                         self.complete_ready();
                         match code {
                             NakCode::PsnSequenceError => {
-                                self.rewind(psn);
+                                // Go back to the oldest unacknowledged
+                                // packet: the NAKed one, or a READ
+                                // response missing before it.
+                                if self.inner.req.rd_retry.is_none() {
+                                    let una = Psn::new(self.inner.req.una);
+                                    self.rewind(una);
+                                }
                             }
                             NakCode::InvalidRequest => return self.fail_head(wc::REM_INV_REQ_ERR),
                             NakCode::RemoteAccessError => {
@@ -965,7 +993,7 @@ impl Ctx<'_> {
         let idx = psn.distance_from(Psn::new(op.first_psn));
         if idx != op.rd_pkts {
             // Out of order: go back to the first missing response.
-            self.rewind(Psn::new(op.first_psn).add(op.rd_pkts));
+            self.retry_read(Psn::new(op.first_psn).add(op.rd_pkts));
             return;
         }
         let mtu = self.mtu();
@@ -1002,6 +1030,9 @@ impl Ctx<'_> {
             return;
         }
         op.rd_pkts += 1;
+        if self.inner.req.rd_retry == Some(psn.get()) {
+            self.inner.req.rd_retry = None;
+        }
         if last {
             op.done = true;
             self.set_op(k, op);
@@ -1046,6 +1077,9 @@ impl Ctx<'_> {
         if r.is_err() {
             return self.fail_head(wc::LOC_PROT_ERR);
         }
+        if self.inner.req.rd_retry == Some(psn.get()) {
+            self.inner.req.rd_retry = None;
+        }
         op.done = true;
         self.set_op(k, op);
         self.ack_through_done(psn);
@@ -1067,6 +1101,7 @@ impl Ctx<'_> {
                 return;
             }
             self.inner.req.retry_left -= 1;
+            self.inner.req.rd_retry = None;
             let una = Psn::new(self.inner.req.una);
             self.rewind(una);
         }
@@ -1193,13 +1228,13 @@ impl Ctx<'_> {
         match psn.classify(epsn) {
             PsnClass::Expected => {}
             PsnClass::Duplicate => {
-                COUNTERS.dup_requests.fetch_add(1, Ordering::Relaxed);
+                self.dev.counters.inc(Counter::DupRequest);
                 return self.duplicate(pkt);
             }
             PsnClass::Ahead => {
                 if !self.inner.resp.nak_sent {
                     self.inner.resp.nak_sent = true;
-                    COUNTERS.seq_naks_sent.fetch_add(1, Ordering::Relaxed);
+                    self.dev.counters.inc(Counter::OutOfSeqRequest);
                     self.nak(NakCode::PsnSequenceError, epsn.get());
                 }
                 return;
@@ -1336,7 +1371,7 @@ impl Ctx<'_> {
             match self.take_recv() {
                 Ok(true) => {}
                 Ok(false) => {
-                    COUNTERS.rnr_naks_sent.fetch_add(1, Ordering::Relaxed);
+                    self.dev.counters.inc(Counter::SendRnrErr);
                     let timer = self.inner.attrs.min_rnr_timer;
                     self.send_ack(Syndrome::RnrNak { timer }, psn);
                     return;
@@ -1451,7 +1486,7 @@ impl Ctx<'_> {
             match self.take_recv() {
                 Ok(true) => {}
                 Ok(false) => {
-                    COUNTERS.rnr_naks_sent.fetch_add(1, Ordering::Relaxed);
+                    self.dev.counters.inc(Counter::SendRnrErr);
                     if let Some(reth) = h.reth {
                         let _ = reth;
                         self.inner.resp.write.active = false;

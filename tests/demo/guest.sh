@@ -26,23 +26,7 @@ say "rroce: verbs objects through the stock rdma-core (samples/rroce_objects)"
 ip netns exec ns0 ./build/samples/rroce_objects -d rroce0 || exit 1
 
 rc1=0 rc2=0
-# rroce has no RoCEv2 transport yet (the RC transport issue); until it
-# does, perftest runs on the reference driver instead.
-RROCE_HAS_QPS=0
-if [ $RROCE_HAS_QPS = 1 ]; then
-	DEV0=rroce0 DEV1=rroce1
-else
-	say "NOT THERE YET: rroce has queue pair objects but no RoCEv2 transport yet, so"
-	echo "perftest cannot run on it. The same two-namespace perftest path, with the in-tree"
-	echo "reference rdma_rxe on the same veth pair, shows what make demo will run:"
-	ip netns exec ns0 rdma link del rroce0
-	ip netns exec ns1 rdma link del rroce1
-	modprobe rdma_rxe || exit 1
-	ip netns exec ns0 rdma link add rxe0 type rxe netdev v0 || exit 1
-	ip netns exec ns1 rdma link add rxe1 type rxe netdev v1 || exit 1
-	DEV0=rxe0 DEV1=rxe1
-fi
-
+DEV0=rroce0 DEV1=rroce1
 say "ib_send_bw: $DEV1 (ns1) -> $DEV0 (ns0)"
 ip netns exec ns0 ib_send_bw -d "$DEV0" -n 2000 -s 65536 >/tmp/srv.out 2>&1 &
 sleep 2
@@ -56,5 +40,4 @@ wait
 say "cleanup"
 ip netns exec ns0 rdma link del "$DEV0"; ip netns exec ns1 rdma link del "$DEV1"
 netns_teardown
-[ "$DEV0" = rxe0 ] && rmmod rdma_rxe
 [ $rc1 = 0 ] && [ $rc2 = 0 ]

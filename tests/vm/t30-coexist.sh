@@ -26,13 +26,17 @@ ip -n ns0 link set v0 up
 check coexist.rxe_unaffected sh -c "ibv_devinfo -d rxe1 | grep -q PORT_ACTIVE"
 check coexist.objects_on_rroce ip netns exec ns0 ./build/samples/rroce_objects -d rroce0
 
-# rroce refuses a netdev that already has an rdma_rxe device. rdma_rxe
-# cannot see rroce's devices (they are not in the core's netdev index, on
-# purpose), so it accepts rroce's netdev; rroce's device keeps working.
+# rroce refuses a netdev that already has an rdma_rxe device.
 expect_fail coexist.rroce_on_rxe_netdev_refused ip netns exec ns1 rdma link add rroce9 type rroce netdev v1
-check coexist.rxe_on_rroce_netdev ip netns exec ns0 rdma link add rxe9 type rxe netdev v0
-check coexist.rroce_unaffected_by_rxe_on_same_netdev ip netns exec ns0 ./build/samples/rroce_objects -d rroce0
-check coexist.rxe_del ip netns exec ns0 rdma link del rxe9
+# UDP port 4791 has one owner per network namespace: rroce cannot add a
+# device where rdma_rxe listens (and says why), rdma_rxe cannot where rroce
+# does; rroce's device keeps working.
+ip -n ns1 link add dum9 type dummy && ip -n ns1 link set dum9 up
+logged=$(dmesg | wc -l)
+expect_fail coexist.rroce_refused_in_rxe_namespace ip netns exec ns1 rdma link add rroce9 type rroce netdev dum9
+check coexist.port_conflict_explained sh -c "dmesg | tail -n +$((logged + 1)) | grep -q 'cannot bind UDP port 4791'"
+expect_fail coexist.rxe_refused_in_rroce_namespace ip netns exec ns0 rdma link add rxe9 type rxe netdev v0
+check coexist.rroce_unaffected_by_refused_rxe ip netns exec ns0 ./build/samples/rroce_objects -d rroce0
 check coexist.rxe_del2 ip netns exec ns1 rdma link del rxe1
 
 # Unloading rdma_rxe unregisters every RDMA_DRIVER_RXE device, rroce's too

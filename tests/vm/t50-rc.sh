@@ -15,6 +15,9 @@ check rc.add1 ip netns exec ns1 rdma link add rroce1 type rroce netdev v1
 sample() { timeout 120 ./build/samples/rroce_rc "$@"; }
 check rc.sample_ipv4 sample -a rroce1 -b rroce0 -g 1
 check rc.sample_ipv6 sample -a rroce0 -b rroce1 -g 2
+# Loopback: both QPs on one device; the IP stack delivers on lo.
+check rc.sample_loopback_ipv4 sample -a rroce0 -b rroce0 -g 1 -q
+check rc.sample_loopback_ipv6 sample -a rroce1 -b rroce1 -g 2 -q
 
 # ibv_rc_pingpong validates the buffers (--chk); sizes beyond the MTU.
 pingpong() {
@@ -41,7 +44,7 @@ perf() {
 	wait $! || rc=1
 	# The result row starts with the message size.
 	awk '/^ *[0-9]+ +[0-9]+ +[0-9.]+/ { found = 1 } END { exit !found }' /tmp/perf.cli || rc=1
-	[ $rc = 0 ] || tail -8 /tmp/perf.srv /tmp/perf.cli
+	[ $rc = 0 ] || tail -n 8 /tmp/perf.srv /tmp/perf.cli
 	return $rc
 }
 check rc.ib_send_bw perf ib_send_bw -n 500 -s 65536

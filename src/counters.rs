@@ -1,0 +1,138 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Per-device packet counters, read with `rdma statistic` (the RDMA core's
+//! hw_counters: `alloc_hw_port_stats` and `get_hw_stats`).
+
+use core::sync::atomic::{AtomicU64, Ordering};
+
+use kernel::{ffi::c_int, prelude::*};
+
+use crate::{device::RroceDev, rdma::sys};
+
+/// What is counted. The names follow rdma_rxe's where the meaning is the
+/// same.
+#[derive(Clone, Copy)]
+pub(crate) enum Counter {
+    /// Packets handed to the IP stack.
+    SentPkts,
+    /// RoCEv2 packets received for the device.
+    RcvdPkts,
+    /// Requests at a PSN already processed (re-ACKed or replayed).
+    DupRequest,
+    /// Requests ahead of the expected PSN (PSN sequence NAKs sent).
+    OutOfSeqRequest,
+    /// RNR NAKs received by the requester.
+    RcvdRnrErr,
+    /// RNR NAKs sent by the responder.
+    SendRnrErr,
+    /// Retransmissions (go-back-N restarts).
+    Retransmits,
+    /// Packets dropped for a bad ICRC.
+    BadIcrc,
+    /// Packets dropped as malformed (headers, lengths, opcode).
+    Malformed,
+    /// Packets for no QP of the device (or a QP that does not take them).
+    NoQp,
+    /// Packets not sent for lack of a route.
+    NoRoute,
+}
+
+/// Number of counters.
+pub(crate) const COUNT: usize = 11;
+
+/// The names `rdma statistic` shows, in [`Counter`] order (NUL-terminated).
+const NAMES: [&[u8]; COUNT] = [
+    b"sent_pkts\0",
+    b"rcvd_pkts\0",
+    b"duplicate_request\0",
+    b"out_of_seq_request\0",
+    b"rcvd_rnr_err\0",
+    b"send_rnr_err\0",
+    b"retransmits\0",
+    b"rcvd_bad_icrc\0",
+    b"rcvd_malformed\0",
+    b"rcvd_no_qp\0",
+    b"send_no_route\0",
+];
+
+/// The counters of one device; all zero is a valid initial value (the
+/// core allocates devices zeroed).
+pub(crate) struct Counters([AtomicU64; COUNT]);
+
+impl Counters {
+    /// Counts one `c`.
+    pub(crate) fn inc(&self, c: Counter) {
+        self.0[c as usize].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The value of counter number `i`.
+    pub(crate) fn get(&self, i: usize) -> u64 {
+        self.0.get(i).map_or(0, |v| v.load(Ordering::Relaxed))
+    }
+}
+
+/// `struct rdma_stat_desc` entries pointing at the static names.
+struct Descs([sys::rdma_stat_desc; COUNT]);
+
+// SAFETY: read-only after construction; the pointers are to static strings.
+unsafe impl Sync for Descs {}
+
+const fn descs() -> Descs {
+    let mut d = [sys::rdma_stat_desc {
+        name: core::ptr::null(),
+        flags: 0,
+        priv_: core::ptr::null(),
+    }; COUNT];
+    let mut i = 0;
+    while i < COUNT {
+        d[i].name = NAMES[i].as_ptr();
+        i += 1;
+    }
+    Descs(d)
+}
+
+static DESCS: Descs = descs();
+
+/// The `alloc_hw_port_stats` op.
+///
+/// # Safety
+///
+/// Called only by the RDMA core through rroce's `ib_device_ops`.
+pub(crate) unsafe extern "C" fn alloc_hw_port_stats(
+    _ibdev: *mut sys::ib_device,
+    _port: u32,
+) -> *mut sys::rdma_hw_stats {
+    // SAFETY: `DESCS` is static and holds `COUNT` entries.
+    unsafe {
+        sys::rdma_alloc_hw_stats_struct(
+            DESCS.0.as_ptr(),
+            COUNT as c_int,
+            sys::RDMA_HW_STATS_DEFAULT_LIFESPAN as kernel::ffi::c_ulong,
+        )
+    }
+}
+
+/// The `get_hw_stats` op: fills every counter, returns how many.
+///
+/// # Safety
+///
+/// Called only by the RDMA core through rroce's `ib_device_ops`, with a
+/// stats struct from [`alloc_hw_port_stats`].
+pub(crate) unsafe extern "C" fn get_hw_stats(
+    ibdev: *mut sys::ib_device,
+    stats: *mut sys::rdma_hw_stats,
+    port: u32,
+    _index: c_int,
+) -> c_int {
+    if port == 0 || stats.is_null() {
+        return EINVAL.to_errno();
+    }
+    // SAFETY: one of our devices, alive for the call.
+    let dev = unsafe { RroceDev::from_ib(ibdev) };
+    // SAFETY: the struct was allocated for `COUNT` values.
+    let values = unsafe { (*stats).value.as_mut_slice(COUNT) };
+    for (i, v) in values.iter_mut().enumerate() {
+        *v = dev.counters.get(i);
+    }
+    COUNT as c_int
+}
