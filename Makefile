@@ -10,7 +10,7 @@ SHELL := /bin/bash
 KDIR ?=
 export KDIR
 
-.PHONY: all deps kernel module samples host-test vm check demo fuzz loom clippy fmt fmt-check uapi-check clean
+.PHONY: all deps kernel module samples host-test vm check demo bench fuzz loom clippy fmt fmt-check uapi-check clean
 
 all: module
 
@@ -46,6 +46,9 @@ check:
 
 demo:
 	@scripts/demo.sh
+
+bench:
+	@scripts/bench.sh
 
 fuzz:
 	@scripts/fuzz.sh $(SECONDS)

@@ -23,6 +23,7 @@
 //! the lock and sent after it is dropped, in order (`flush_tx`).
 
 use core::{
+    cell::UnsafeCell,
     mem::size_of,
     pin::Pin,
     sync::atomic::{AtomicBool, Ordering},
@@ -45,7 +46,7 @@ use crate::{
     },
     net::Skb,
     rdma::{mmap::QueueBuf, sys},
-    transport::{self, Ctx, Req, Resp, SendOp},
+    transport::{self, Ctx, Req, Resp, RespQueue, SendOp},
 };
 
 /// A ring buffer of at least `max_wr` elements of `elem` bytes, with its
@@ -101,6 +102,8 @@ pub(crate) struct QpInner {
     pub(crate) rq: Consumer,
     pub(crate) req: Req,
     pub(crate) resp: Resp,
+    /// Responses not yet built (see `RespQueue`).
+    pub(crate) resp_q: RespQueue,
     /// Validated send WQEs, one per ring slot.
     pub(crate) ops: KVVec<SendOp>,
     /// Kernel copies of the send ring's slots (`sq_elem` bytes each).
@@ -146,6 +149,9 @@ pub(crate) struct QpState {
     pub(crate) timer: *mut sys::rroce_timer,
     /// Someone is sending the packets in `QpInner::tx`.
     tx_busy: AtomicBool,
+    /// Sends what softirq context left in `QpInner::tx` (initialized once
+    /// the state is pinned, cancelled before it is freed).
+    tx_work: UnsafeCell<sys::work_struct>,
 }
 
 // SAFETY: the raw pointers name objects that outlive the QP and are safe to
@@ -294,6 +300,7 @@ unsafe fn create(
     }
     let sq_shadow = KVVec::from_elem(0u8, slots * sq_elem, GFP_KERNEL)?;
     let rq_shadow = KVVec::from_elem(0u8, rq_elem, GFP_KERNEL)?;
+    let resp_q = RespQueue::new()?;
 
     // SAFETY: `ibqp` belongs to one of our devices.
     let dev = unsafe { RroceDev::from_ib((*ibqp).device) };
@@ -325,6 +332,7 @@ unsafe fn create(
                     rq,
                     req: Req::default(),
                     resp: Resp::default(),
+                    resp_q,
                     ops,
                     sq_shadow,
                     rq_shadow,
@@ -352,6 +360,9 @@ unsafe fn create(
             rq_max_sge,
             timer: core::ptr::null_mut(),
             tx_busy: AtomicBool::new(false),
+            // SAFETY: an all-zero work_struct is a valid placeholder until
+            // `INIT_WORK` below.
+            tx_work: UnsafeCell::new(unsafe { core::mem::zeroed() }),
         }),
         GFP_KERNEL,
     ) {
@@ -381,8 +392,12 @@ unsafe fn create(
         let _ = dev.qp_ids.free(index);
         return Err(ENOMEM);
     }
-    // SAFETY: not shared yet.
-    unsafe { (*raw).timer = timer };
+    // SAFETY: not shared yet; the state is pinned, so the work item keeps
+    // its address.
+    unsafe {
+        (*raw).timer = timer;
+        sys::rroce_helper_init_work((*raw).tx_work.get(), Some(tx_work_fn));
+    }
     // The caps really granted go back to the caller.
     init.cap = cap;
     // SAFETY: the core allocated `ibqp` with our size (type invariant).
@@ -654,6 +669,7 @@ pub(crate) unsafe extern "C" fn destroy_qp(
         unsafe {
             sys::rroce_helper_synchronize_rcu();
             sys::rroce_helper_timer_free(st.timer);
+            sys::rroce_helper_cancel_work_sync(st.tx_work.get());
         }
         if dev.qp_ids.free(qp.ibqp.qp_num - FIRST_QPN).is_err() {
             pr_warn!("QP {} was not allocated\n", qp.ibqp.qp_num);
@@ -724,21 +740,44 @@ impl QpState {
     /// Sends the queued packets, in order: one context at a time drains
     /// the queue, others leave their packets to it.
     pub(crate) fn flush_tx(&self) {
+        // With bottom halves off, a veth peer only queues what we send (up
+        // to netdev_max_backlog) and a burst (a large READ's responses)
+        // would be dropped: send a budget, leave the rest to the work item,
+        // which sends with bottom halves on so the receiver keeps up.
+        // SAFETY: plain query of the current context.
+        let mut budget = if unsafe { sys::rroce_helper_in_atomic_bh() } {
+            TX_BUDGET_ATOMIC
+        } else {
+            usize::MAX
+        };
         loop {
             if self.tx_busy.swap(true, Ordering::Acquire) {
                 return;
             }
+            let mut deferred = false;
             loop {
                 let (batch, av, sport) = {
                     let mut inner = self.inner.lock();
                     if inner.tx.is_empty() {
                         break;
                     }
+                    if budget == 0 {
+                        deferred = true;
+                        break;
+                    }
                     (core::mem::take(&mut inner.tx), inner.attrs.av, inner.sport)
                 };
                 // SAFETY: the device outlives its QPs (type invariant).
                 let counters = unsafe { &(*self.dev).counters };
+                let mut rest = KVec::new();
                 for skb in batch {
+                    if budget == 0 {
+                        // Out of memory here drops the packet; the peer's
+                        // retransmission logic recovers it.
+                        let _ = rest.push(skb, GFP_ATOMIC);
+                        continue;
+                    }
+                    budget -= 1;
                     match av.as_ref() {
                         Some(av) => {
                             let _ = skb.send(av, sport, counters);
@@ -746,14 +785,79 @@ impl QpState {
                         None => drop(skb),
                     }
                 }
+                if !rest.is_empty() {
+                    let mut inner = self.inner.lock();
+                    for skb in inner.tx.drain_all() {
+                        let _ = rest.push(skb, GFP_ATOMIC);
+                    }
+                    inner.tx = rest;
+                }
             }
             self.tx_busy.store(false, Ordering::Release);
+            if !deferred && !self.inner.lock().resp_q.is_empty() {
+                // READ responses still to build: the work item does it.
+                deferred = true;
+            }
+            if deferred {
+                // SAFETY: initialized at create; cancelled before the state
+                // is freed.
+                unsafe { sys::rroce_helper_queue_work(self.tx_work.get()) };
+                return;
+            }
             if self.inner.lock().tx.is_empty() {
                 return;
             }
         }
     }
 }
+
+/// Packets one softirq-context flush sends before it defers to the work item.
+const TX_BUDGET_ATOMIC: usize = 64;
+
+/// The QP's transmit work item: sends what softirq context deferred.
+///
+/// # Safety
+///
+/// Called by the workqueue with the `tx_work` field of a live, pinned
+/// `QpState` (destroy cancels the work item before freeing it).
+unsafe extern "C" fn tx_work_fn(work: *mut sys::work_struct) {
+    // SAFETY: per the function's contract.
+    let state = unsafe {
+        &*work
+            .byte_sub(core::mem::offset_of!(QpState, tx_work))
+            .cast::<QpState>()
+    };
+    // SAFETY: the device outlives its QPs (type invariant).
+    let dev = unsafe { &*state.dev };
+    loop {
+        {
+            let guard = rcu::read_lock();
+            let ndev = dev.netdev(&guard);
+            let mut inner = state.inner.lock();
+            if ndev.is_null() || inner.dead {
+                // The netdev or the QP is going away: nothing more is sent.
+                drop(core::mem::take(&mut inner.tx));
+                return;
+            }
+            let mut ctx = Ctx {
+                qp: state,
+                inner: &mut inner,
+                dev,
+                ndev,
+                rcu: &guard,
+            };
+            ctx.pump_responses(WORK_RESP_BURST);
+        }
+        state.flush_tx();
+        let inner = state.inner.lock();
+        if inner.resp_q.is_empty() && inner.tx.is_empty() {
+            return;
+        }
+    }
+}
+
+/// READ response packets the work item builds between sends.
+const WORK_RESP_BURST: u32 = 256;
 
 /// The QP timer's callback (softirq context).
 ///

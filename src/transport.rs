@@ -194,6 +194,130 @@ pub(crate) struct Resp {
     atomic_next: usize,
 }
 
+/// A response still to build.
+#[derive(Clone, Copy)]
+enum RespItem {
+    Read {
+        va: u64,
+        rkey: u32,
+        len: u32,
+        psn: u32,
+        npkts: u32,
+        next: u32,
+        msn: u32,
+    },
+    Ack {
+        syndrome: Syndrome,
+        psn: u32,
+        msn: u32,
+    },
+    AtomicAck {
+        psn: u32,
+        msn: u32,
+        orig: u64,
+    },
+}
+
+/// Responses queued behind a READ (more than `max_dest_rd_atomic`, 128,
+/// READs plus the ACKs between them).
+const RESP_QUEUE: usize = 160;
+
+/// READ response packets built per call in softirq context.
+const RESP_BURST: u32 = 64;
+
+/// A fixed ring of [`RespItem`]s: the responses not yet built, in PSN
+/// order. READ responses are built a burst at a time (a large READ must not
+/// become thousands of packets at once), and an ACK or atomic ACK for a
+/// later request waits behind them. Heap-allocated: it is too large for a
+/// kernel stack.
+pub(crate) struct RespQueue {
+    items: KVec<Option<RespItem>>,
+    head: usize,
+    len: usize,
+}
+
+impl RespQueue {
+    /// An empty queue of [`RESP_QUEUE`] entries.
+    pub(crate) fn new() -> Result<Self> {
+        let mut items = KVec::with_capacity(RESP_QUEUE, GFP_KERNEL)?;
+        for _ in 0..RESP_QUEUE {
+            items.push(None, GFP_KERNEL)?;
+        }
+        Ok(Self {
+            items,
+            head: 0,
+            len: 0,
+        })
+    }
+
+    /// Drops every queued response.
+    pub(crate) fn clear(&mut self) {
+        for i in self.items.iter_mut() {
+            *i = None;
+        }
+        self.head = 0;
+        self.len = 0;
+    }
+
+    fn slot(&mut self, i: usize) -> Option<&mut Option<RespItem>> {
+        let cap = self.items.len();
+        self.items.get_mut(i % cap.max(1))
+    }
+
+    fn push(&mut self, item: RespItem) -> bool {
+        // A new ACK replaces an ACK at the tail: ACKs are cumulative.
+        if let (RespItem::Ack { .. }, Some(last)) = (item, self.len.checked_sub(1)) {
+            let i = self.head + last;
+            if let Some(slot @ Some(RespItem::Ack { .. })) = self.slot(i) {
+                *slot = Some(item);
+                return true;
+            }
+        }
+        if self.len >= self.items.len() {
+            return false;
+        }
+        let i = self.head + self.len;
+        match self.slot(i) {
+            Some(slot) => *slot = Some(item),
+            None => return false,
+        }
+        self.len += 1;
+        true
+    }
+
+    fn front(&self) -> Option<RespItem> {
+        if self.len == 0 {
+            None
+        } else {
+            self.items.get(self.head).copied().flatten()
+        }
+    }
+
+    fn set_front(&mut self, item: RespItem) {
+        if self.len != 0 {
+            let h = self.head;
+            if let Some(slot) = self.slot(h) {
+                *slot = Some(item);
+            }
+        }
+    }
+
+    fn pop(&mut self) {
+        if self.len != 0 {
+            let h = self.head;
+            if let Some(slot) = self.slot(h) {
+                *slot = None;
+            }
+            self.head = (self.head + 1) % self.items.len().max(1);
+            self.len -= 1;
+        }
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
 /// Bytes of an `enum ib_mtu`.
 pub(crate) fn mtu_bytes(mtu: sys::ib_mtu) -> u32 {
     match mtu {
@@ -278,12 +402,117 @@ impl Ctx<'_> {
     }
 
     fn send_ack(&mut self, syndrome: Syndrome, psn: u32) {
+        let msn = self.inner.resp.msn & wire::QPN_MASK;
+        if self.inner.resp_q.is_empty() {
+            self.emit_ack(syndrome, psn, msn);
+        } else {
+            // Behind pending READ responses; dropped if the queue is full
+            // (the requester's timer recovers).
+            let _ = self.inner.resp_q.push(RespItem::Ack { syndrome, psn, msn });
+        }
+    }
+
+    fn emit_ack(&mut self, syndrome: Syndrome, psn: u32, msn: u32) -> bool {
         let mut h = Headers::new(self.bth(Opcode::RcAck, psn));
+        h.aeth = Some(Aeth { syndrome, msn });
+        matches!(self.queue(&h, 0, |_, _| Ok(())), Ok(true))
+    }
+
+    fn emit_atomic_ack(&mut self, psn: u32, msn: u32, orig: u64) -> bool {
+        let mut h = Headers::new(self.bth(Opcode::RcAtomicAck, psn));
         h.aeth = Some(Aeth {
-            syndrome,
-            msn: self.inner.resp.msn & wire::QPN_MASK,
+            syndrome: Syndrome::Ack {
+                credits: Syndrome::CREDITS_INVALID,
+            },
+            msn,
         });
-        let _ = self.queue(&h, 0, |_, _| Ok(()));
+        h.atomic_ack_eth = Some(AtomicAckEth { orig });
+        matches!(self.queue(&h, 0, |_, _| Ok(())), Ok(true))
+    }
+
+    /// Packet `i` of a READ's responses; `false` if it could not be built
+    /// now (memory).
+    fn emit_read_packet(&mut self, item: RespItem) -> bool {
+        let RespItem::Read {
+            va,
+            rkey,
+            len,
+            psn,
+            npkts,
+            next: i,
+            msn,
+        } = item
+        else {
+            return true;
+        };
+        let mtu = self.mtu();
+        let off = i * mtu;
+        let n = (len - off.min(len)).min(mtu);
+        let opcode = match (npkts == 1, i == 0, i + 1 == npkts) {
+            (true, _, _) => Opcode::RcReadResponseOnly,
+            (false, true, _) => Opcode::RcReadResponseFirst,
+            (false, false, true) => Opcode::RcReadResponseLast,
+            _ => Opcode::RcReadResponseMiddle,
+        };
+        let mut h = Headers::new(self.bth(opcode, Psn::new(psn).add(i).get()));
+        if opcode.info().has(wire::Ext::Aeth) {
+            h.aeth = Some(Aeth {
+                syndrome: Syndrome::Ack {
+                    credits: Syndrome::CREDITS_INVALID,
+                },
+                msn,
+            });
+        }
+        let va = va.wrapping_add(u64::from(off));
+        let r = self.queue(&h, n as usize, |ctx, buf| {
+            if buf.is_empty() {
+                return Ok(());
+            }
+            // Looked up again: the MR may have gone since the request was
+            // accepted; then the rest of this READ is not sent.
+            let mr = mr::lookup(ctx.dev, rkey, ctx.rcu).ok_or(SgeError::Prot)?;
+            mr.read(va, buf).map_err(|_| SgeError::Prot)
+        });
+        // Unreadable now (`Err`): give up on this READ.
+        r.unwrap_or(true)
+    }
+
+    /// Builds up to `budget` queued responses, in order.
+    pub(crate) fn pump_responses(&mut self, mut budget: u32) {
+        while budget > 0 {
+            let Some(item) = self.inner.resp_q.front() else {
+                return;
+            };
+            let built = match item {
+                RespItem::Ack { syndrome, psn, msn } => self.emit_ack(syndrome, psn, msn),
+                RespItem::AtomicAck { psn, msn, orig } => self.emit_atomic_ack(psn, msn, orig),
+                RespItem::Read { .. } => self.emit_read_packet(item),
+            };
+            if !built {
+                return;
+            }
+            budget -= 1;
+            match item {
+                RespItem::Read {
+                    va,
+                    rkey,
+                    len,
+                    psn,
+                    npkts,
+                    next,
+                    msn,
+                } if next + 1 < npkts => self.inner.resp_q.set_front(RespItem::Read {
+                    va,
+                    rkey,
+                    len,
+                    psn,
+                    npkts,
+                    next: next + 1,
+                    msn,
+                }),
+                _ => self.inner.resp_q.pop(),
+            }
+        }
     }
 
     // ---- SGEs ----------------------------------------------------------
@@ -1040,6 +1269,8 @@ impl Ctx<'_> {
         } else {
             self.set_op(k, op);
             self.inner.req.una = psn.next().get();
+            // Progress: the retry budget starts over.
+            self.inner.req.retry_left = self.inner.attrs.retry_cnt;
         }
     }
 
@@ -1114,6 +1345,7 @@ impl Ctx<'_> {
     /// Moves the QP to the error state and flushes both queues.
     pub(crate) fn enter_error(&mut self) {
         self.inner.state = sys::ib_qp_state_IB_QPS_ERR;
+        self.inner.resp_q.clear();
         // SAFETY: the timer lives as long as the QP.
         unsafe { sys::rroce_helper_timer_cancel(self.qp.timer) };
         self.inner.req.rnr_wait = false;
@@ -1209,7 +1441,10 @@ impl Ctx<'_> {
             code,
             psn
         );
-        self.nak(code, psn);
+        // Nothing queued behind an error is sent; the NAK goes now.
+        self.inner.resp_q.clear();
+        let msn = self.inner.resp.msn & wire::QPN_MASK;
+        self.emit_ack(Syndrome::Nak(code), psn, msn);
         self.enter_error();
     }
 
@@ -1570,37 +1805,18 @@ impl Ctx<'_> {
             self.inner.resp.epsn = psn.add(npkts).get();
             self.inner.resp.msn = (self.inner.resp.msn + 1) & wire::QPN_MASK;
         }
-        for i in 0..npkts {
-            let off = i * mtu;
-            let n = (reth.len - off.min(reth.len)).min(mtu);
-            let opcode = match (npkts == 1, i == 0, i + 1 == npkts) {
-                (true, _, _) => Opcode::RcReadResponseOnly,
-                (false, true, _) => Opcode::RcReadResponseFirst,
-                (false, false, true) => Opcode::RcReadResponseLast,
-                _ => Opcode::RcReadResponseMiddle,
-            };
-            let mut h = Headers::new(self.bth(opcode, psn.add(i).get()));
-            if opcode.info().has(wire::Ext::Aeth) {
-                h.aeth = Some(Aeth {
-                    syndrome: Syndrome::Ack {
-                        credits: Syndrome::CREDITS_INVALID,
-                    },
-                    msn: self.inner.resp.msn,
-                });
-            }
-            let va = reth.va.wrapping_add(u64::from(off));
-            let rkey = reth.rkey;
-            let r = self.queue(&h, n as usize, |ctx, buf| {
-                if buf.is_empty() {
-                    return Ok(());
-                }
-                let mr = mr::lookup(ctx.dev, rkey, ctx.rcu).ok_or(SgeError::Prot)?;
-                mr.read(va, buf).map_err(|_| SgeError::Prot)
-            });
-            if !matches!(r, Ok(true)) {
-                // Out of memory: the requester times out and asks again.
-                return;
-            }
+        let item = RespItem::Read {
+            va: reth.va,
+            rkey: reth.rkey,
+            len: reth.len,
+            psn: psn.get(),
+            npkts,
+            next: 0,
+            msn: self.inner.resp.msn,
+        };
+        // A full queue drops the request; the requester asks again.
+        if self.inner.resp_q.push(item) {
+            self.pump_responses(RESP_BURST);
         }
     }
 
@@ -1658,15 +1874,16 @@ impl Ctx<'_> {
             self.inner.resp.msn = (self.inner.resp.msn + 1) & wire::QPN_MASK;
             old
         };
-        let mut h = Headers::new(self.bth(Opcode::RcAtomicAck, psn.get()));
-        h.aeth = Some(Aeth {
-            syndrome: Syndrome::Ack {
-                credits: Syndrome::CREDITS_INVALID,
-            },
-            msn: self.inner.resp.msn,
-        });
-        h.atomic_ack_eth = Some(AtomicAckEth { orig });
-        let _ = self.queue(&h, 0, |_, _| Ok(()));
+        let msn = self.inner.resp.msn;
+        if self.inner.resp_q.is_empty() {
+            self.emit_atomic_ack(psn.get(), msn, orig);
+        } else {
+            let _ = self.inner.resp_q.push(RespItem::AtomicAck {
+                psn: psn.get(),
+                msn,
+                orig,
+            });
+        }
     }
 
     /// A request at a PSN already processed.

@@ -413,3 +413,20 @@ void rroce_helper_timer_free(struct rroce_timer *rt)
 	timer_shutdown_sync(&rt->timer);
 	kfree(rt);
 }
+
+bool rroce_helper_queue_work(struct work_struct *work)
+{
+	return queue_work(system_highpri_wq, work);
+}
+
+bool rroce_helper_cancel_work_sync(struct work_struct *work)
+{
+	return cancel_work_sync(work);
+}
+
+/* Whether sending now would run with bottom halves or interrupts off (the
+ * receive side of a veth then only queues, up to netdev_max_backlog). */
+bool rroce_helper_in_atomic_bh(void)
+{
+	return in_softirq() || in_hardirq() || irqs_disabled();
+}

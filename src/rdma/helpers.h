@@ -99,3 +99,6 @@ void rroce_helper_timer_arm_us(struct rroce_timer *rt, unsigned long usecs);
 void rroce_helper_timer_cancel(struct rroce_timer *rt);
 /* timer_shutdown_sync(), then free; NULL is ignored. */
 void rroce_helper_timer_free(struct rroce_timer *rt);
+bool rroce_helper_queue_work(struct work_struct *work);
+bool rroce_helper_cancel_work_sync(struct work_struct *work);
+bool rroce_helper_in_atomic_bh(void);

@@ -30,3 +30,13 @@ expect_fail() {
 }
 
 module_loaded() { grep -q "^$1 " /proc/modules; }
+
+# wait_listen NS: until a TCP listener (a perftest/pingpong server's
+# out-of-band port) is up in NS, at most 10 s.
+wait_listen() {
+	for _ in $(seq 50); do
+		ip netns exec "$1" ss -ltnH 2>/dev/null | grep -qE ':(18515|18516|18517)\b' && return 0
+		sleep 0.2
+	done
+	return 0
+}

@@ -4,7 +4,7 @@
 computed from userspace: IPv4's ICRC covers the IP ID, which a UDP socket
 does not choose).
 
-    roce_inject.py SRC6 DST6 CASE
+    roce_inject.py SRC6 DST6 CASE [COUNT]
 
 CASE: short | bad_icrc | bad_opcode | no_qp | truncated_reth | bad_pad
 """
@@ -34,6 +34,11 @@ def bth(opcode, qpn, psn, pad=0):
 
 
 def main():
+    for _ in range(int(sys.argv[4]) if len(sys.argv) > 4 else 1):
+        send_one()
+
+
+def send_one():
     src, dst, case = sys.argv[1], sys.argv[2], sys.argv[3]
     s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
     s.bind((src, 0))

@@ -22,7 +22,7 @@ check rc.sample_loopback_ipv6 sample -a rroce1 -b rroce1 -g 2 -q
 # ibv_rc_pingpong validates the buffers (--chk); sizes beyond the MTU.
 pingpong() {
 	ip netns exec ns0 timeout 60 ibv_rc_pingpong -d rroce0 -g "$1" -s "$2" -n 50 -c >/tmp/pp.srv 2>&1 &
-	sleep 1
+	wait_listen ns0
 	ip netns exec ns1 timeout 60 ibv_rc_pingpong -d rroce1 -g "$1" -s "$2" -n 50 -c 192.0.2.1 >/tmp/pp.cli 2>&1
 	local rc=$?
 	wait $! || rc=1
@@ -38,7 +38,7 @@ perf() {
 	local prog=$1
 	shift
 	ip netns exec ns0 timeout 90 "$prog" -d rroce0 "$@" >/tmp/perf.srv 2>&1 &
-	sleep 1
+	wait_listen ns0
 	ip netns exec ns1 timeout 90 "$prog" -d rroce1 "$@" 192.0.2.1 >/tmp/perf.cli 2>&1
 	local rc=$?
 	wait $! || rc=1
@@ -56,18 +56,60 @@ check rc.ib_write_lat perf ib_write_lat -n 200 -s 2
 check rc.ib_read_lat perf ib_read_lat -n 200 -s 4096
 check rc.ib_write_bw_ipv6 perf ib_write_bw -n 200 -s 4096 -x 2
 
-# Packet loss: retransmission and go-back-N keep the data intact.
-ip -n ns1 link set v1 mtu 1500
-tc -n ns1 qdisc add dev v1 root netem loss 3% 2>/dev/null &&
-	tc -n ns0 qdisc add dev v0 root netem loss 3% 2>/dev/null
+# All sizes (-a: 2 bytes to 8 MiB), few iterations.
+check rc.ib_send_bw_all perf ib_send_bw -a -n 5
+check rc.ib_write_bw_all perf ib_write_bw -a -n 5
+check rc.ib_read_bw_all perf ib_read_bw -a -n 5
+check rc.ib_write_lat_all perf ib_write_lat -a -n 5
+
+# Path MTU 4096 (the netdevs need room for it).
+ip -n ns0 link set v0 mtu 9000 && ip -n ns1 link set v1 mtu 9000
+sleep 1
+check rc.ib_send_bw_mtu4096 perf ib_send_bw -m 4096 -n 300 -s 65536
+check rc.ib_write_lat_mtu4096 perf ib_write_lat -m 4096 -n 100 -s 8192
+check rc.pingpong_mtu4096 sh -c 'ip netns exec ns0 timeout 60 ibv_rc_pingpong -d rroce0 -g 1 -m 4096 -s 50000 -n 20 -c >/dev/null 2>&1 & sleep 1; ip netns exec ns1 timeout 60 ibv_rc_pingpong -d rroce1 -g 1 -m 4096 -s 50000 -n 20 -c 192.0.2.1'
+ip -n ns0 link set v0 mtu 1500 && ip -n ns1 link set v1 mtu 1500
+sleep 1
+
+# Packet loss and reordering: retransmission and go-back-N keep the data
+# intact, and the counters show the recovery.
+retx() { rdma statistic show link "$1/1" | grep -o 'retransmits [0-9]*' | awk '{print $2}'; }
+before=$(( $(retx rroce0) + $(retx rroce1) ))
+tc -n ns1 qdisc add dev v1 root netem loss 3% delay 1ms reorder 20% 50% 2>/dev/null &&
+	tc -n ns0 qdisc add dev v0 root netem loss 3% delay 1ms reorder 20% 50% 2>/dev/null
 if tc -n ns1 qdisc show dev v1 | grep -q netem; then
 	check rc.sample_under_loss sample -a rroce1 -b rroce0 -g 1 -q
 	check rc.pingpong_under_loss pingpong 1 100000
+	check rc.ib_send_bw_under_loss perf ib_send_bw -n 200 -s 65536
+	after=$(( $(retx rroce0) + $(retx rroce1) ))
+	if [ "$after" -gt "$before" ]; then
+		pass rc.retransmits_counted
+	else
+		fail rc.retransmits_counted "retransmits went from $before to $after"
+	fi
 	tc -n ns1 qdisc del dev v1 root
 	tc -n ns0 qdisc del dev v0 root
 else
 	fail rc.netem "tc netem is not available in the test kernel"
 fi
+
+# QPs destroyed with traffic in flight (the processes are killed), then the
+# devices deleted; run-all.sh unloads the module and the kernel log is
+# checked by the host.
+ip netns exec ns0 ib_write_bw -d rroce0 -D 20 -s 65536 >/dev/null 2>&1 &
+s1=$!
+sleep 1
+ip netns exec ns1 ib_write_bw -d rroce1 -D 20 -s 65536 192.0.2.1 >/dev/null 2>&1 &
+c1=$!
+ip netns exec ns0 ib_send_bw -d rroce0 -p 18516 -D 20 -s 4096 >/dev/null 2>&1 &
+s2=$!
+sleep 1
+ip netns exec ns1 ib_send_bw -d rroce1 -p 18516 -D 20 -s 4096 192.0.2.1 >/dev/null 2>&1 &
+c2=$!
+sleep 4
+kill -9 $s1 $c1 $s2 $c2 2>/dev/null
+wait $s1 $c1 $s2 $c2 2>/dev/null
+check rc.killed_in_flight_then_usable sample -a rroce1 -b rroce0 -g 1 -q
 
 check rc.del0 ip netns exec ns0 rdma link del rroce0
 check rc.del1 ip netns exec ns1 rdma link del rroce1

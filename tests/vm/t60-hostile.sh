@@ -11,7 +11,7 @@ check hostile.add0 ip netns exec ns0 rdma link add rroce0 type rroce netdev v0
 check hostile.add1 ip netns exec ns1 rdma link add rroce1 type rroce netdev v1
 
 counter() { rdma statistic show link rroce0/1 | grep -o "$1 [0-9]*" | awk '{print $2}'; }
-inject() { ip netns exec ns1 /usr/bin/python3 tests/vm/roce_inject.py 2001:db8::2 2001:db8::1 "$1"; }
+inject() { ip netns exec ns1 /usr/bin/python3 tests/vm/roce_inject.py 2001:db8::2 2001:db8::1 "$@"; }
 # expect_count NAME CASE COUNTER: one packet of CASE raises COUNTER by one.
 expect_count() {
 	local before after
@@ -32,7 +32,7 @@ expect_count hostile.bad_opcode_counted bad_opcode rcvd_malformed
 expect_count hostile.no_qp_counted no_qp rcvd_no_qp
 expect_count hostile.truncated_header_counted truncated_reth rcvd_malformed
 expect_count hostile.bad_pad_counted bad_pad rcvd_malformed
-for _ in $(seq 200); do inject bad_icrc; inject short; done
+for c in short bad_icrc bad_opcode no_qp truncated_reth bad_pad; do inject $c 300; done
 check hostile.device_still_works timeout 120 ./build/samples/rroce_rc -a rroce1 -b rroce0 -g 2 -q
 check hostile.del0 ip netns exec ns0 rdma link del rroce0
 check hostile.del1 ip netns exec ns1 rdma link del rroce1
