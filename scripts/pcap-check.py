@@ -8,6 +8,8 @@ Prints a summary per opcode; exits 1 on any bad packet or an empty capture.
   pcap-check.py CAPTURE.pcap
 """
 import importlib.util
+import sys as _sys
+_sys.dont_write_bytecode = True
 import os
 import struct
 import sys
