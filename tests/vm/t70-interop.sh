@@ -16,7 +16,9 @@ check interop.rxe_add ip netns exec ns1 rdma link add rxe1 type rxe netdev v1
 
 CAP=$RROCE_RUN/interop.pcap
 rm -f "$CAP"
-ip netns exec ns0 dumpcap -q -P -i v0 -f "udp port 4791" -w "$CAP" </dev/null >/tmp/dumpcap.log 2>&1 &
+# The first 40000 packets: the samples (every opcode) and the pingpongs
+# come first; dissecting more costs minutes under TCG.
+ip netns exec ns0 dumpcap -q -P -c 40000 -i v0 -f "udp port 4791" -w "$CAP" </dev/null >/tmp/dumpcap.log 2>&1 &
 cap=$!
 sleep 3
 
@@ -34,7 +36,10 @@ run_pair() {
 	ibv_rc_pingpong) grep -q "bytes in" /tmp/io.cli || rc=1 ;;
 	*) awk '/^ *[0-9]+ +[0-9]+ +[0-9.]+/ { f = 1 } END { exit !f }' /tmp/io.cli || rc=1 ;;
 	esac
-	[ $rc = 0 ] || tail -n 6 /tmp/io.srv /tmp/io.cli
+	if [ $rc != 0 ]; then
+		grep -iE "fail|error|status|couldn" /tmp/io.srv | sed 's/^/server: /'
+		tail -n 3 /tmp/io.cli
+	fi
 	return $rc
 }
 both() { # NAME PROG ARGS...: rroce serves rxe, then rxe serves rroce
@@ -43,6 +48,8 @@ both() { # NAME PROG ARGS...: rroce serves rxe, then rxe serves rroce
 	check "interop.$name.rroce_server" run_pair rroce0 ns0 rxe1 ns1 192.0.2.1 "$@"
 	check "interop.$name.rxe_server" run_pair rxe1 ns1 rroce0 ns0 192.0.2.2 "$@"
 }
+check interop.sample_rroce_requester timeout 120 ./build/samples/rroce_rc -a rroce0 -b rxe1 -g 1 -q
+check interop.sample_rxe_requester timeout 120 ./build/samples/rroce_rc -a rxe1 -b rroce0 -g 1 -q
 both pingpong ibv_rc_pingpong -g 1 -s 10000 -n 50 -c
 both pingpong_ipv6 ibv_rc_pingpong -g 2 -s 3000 -n 50 -c
 both send_bw ib_send_bw -n 300 -s 65536
@@ -50,18 +57,19 @@ both write_bw ib_write_bw -n 300 -s 65536
 both read_bw ib_read_bw -n 300 -s 65536
 both atomic_bw ib_atomic_bw -n 300
 both write_lat ib_write_lat -n 200 -s 2
-check interop.sample_rroce_requester timeout 120 ./build/samples/rroce_rc -a rroce0 -b rxe1 -g 1 -q
-check interop.sample_rxe_requester timeout 120 ./build/samples/rroce_rc -a rxe1 -b rroce0 -g 1 -q
 
 ip netns exec ns1 tc qdisc add dev v1 root netem loss 3% &&
 	ip netns exec ns0 tc qdisc add dev v0 root netem loss 3%
 both pingpong_loss ibv_rc_pingpong -g 1 -s 100000 -n 20 -c
+both send_bw_loss ib_send_bw -n 100 -s 65536
+both read_bw_loss ib_read_bw -n 100 -s 65536
 check interop.sample_under_loss timeout 180 ./build/samples/rroce_rc -a rroce0 -b rxe1 -g 1 -q
+check interop.sample_under_loss_rxe_requester timeout 180 ./build/samples/rroce_rc -a rxe1 -b rroce0 -g 1 -q
 ip netns exec ns1 tc qdisc del dev v1 root
 ip netns exec ns0 tc qdisc del dev v0 root
 
 sleep 1
-kill -INT $cap
+kill -INT $cap 2>/dev/null
 wait $cap
 check interop.capture_not_empty test -s "$CAP"
 dissected() {
@@ -71,7 +79,10 @@ dissected() {
 	# the last protocol; one in a payload dissector Wireshark guessed from
 	# the data bytes (RPC-over-RDMA, an EtherType, ...) does not, and says
 	# nothing about the RoCEv2 packet.
-	tshark -r "$CAP" -Y '_ws.malformed || _ws.expert.severity >= 8388608' \
+	# RoCEv2 over IPv6 carries a zero UDP checksum (as rdma_rxe and RoCE
+	# NICs send it; the ICRC protects the packet), which Wireshark flags
+	# as a checksum-group error: that group is not counted.
+	tshark -r "$CAP" -Y '_ws.malformed || (_ws.expert.severity >= 8388608 && _ws.expert.group != 16777216)' \
 		-T fields -e frame.protocols 2>/dev/null >/tmp/malformed.txt
 	bad=$(awk -F: '$NF == "infiniband" || !/infiniband/' /tmp/malformed.txt | wc -l)
 	payload=$(awk -F: '$NF != "infiniband" && /infiniband/' /tmp/malformed.txt | wc -l)
