@@ -38,15 +38,15 @@ run_pair() {
 	esac
 	if [ $rc != 0 ]; then
 		grep -iE "fail|error|status|couldn" /tmp/io.srv | sed 's/^/server: /'
-		tail -n 3 /tmp/io.cli
+		grep -iE "fail|error|status|couldn" /tmp/io.cli | sed 's/^/client: /'
 	fi
 	return $rc
 }
 both() { # NAME PROG ARGS...: rroce serves rxe, then rxe serves rroce
 	local name=$1
 	shift
-	check "interop.$name.rroce_server" run_pair rroce0 ns0 rxe1 ns1 192.0.2.1 "$@"
-	check "interop.$name.rxe_server" run_pair rxe1 ns1 rroce0 ns0 192.0.2.2 "$@"
+	check_retry "interop.$name.rroce_server" run_pair rroce0 ns0 rxe1 ns1 192.0.2.1 "$@"
+	check_retry "interop.$name.rxe_server" run_pair rxe1 ns1 rroce0 ns0 192.0.2.2 "$@"
 }
 check interop.sample_rroce_requester timeout 120 ./build/samples/rroce_rc -a rroce0 -b rxe1 -g 1 -q
 check interop.sample_rxe_requester timeout 120 ./build/samples/rroce_rc -a rxe1 -b rroce0 -g 1 -q
