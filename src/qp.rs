@@ -581,17 +581,7 @@ unsafe fn modify(ibqp: *mut sys::ib_qp, attr: &sys::ib_qp_attr, mask: u32) -> Re
     inner.state = new;
     if state.qp_type == sys::ib_qp_type_IB_QPT_RC {
         let guard = rcu::read_lock();
-        // SAFETY: the device outlives its QPs (type invariant).
-        let dev = unsafe { &*state.dev };
-        let ndev = dev.netdev(&guard);
-        let mut ctx = Ctx {
-            qp: state,
-            inner: &mut inner,
-            dev,
-            ndev,
-            rcu: &guard,
-        };
-        ctx.on_state_change(old, new);
+        state.ctx(&mut inner, &guard).on_state_change(old, new);
         drop(inner);
         state.flush_tx();
     }
@@ -720,23 +710,27 @@ pub(crate) unsafe extern "C" fn post_send(
         }
         return EOPNOTSUPP.to_errno();
     }
-    // SAFETY: the device outlives its QPs (type invariant).
-    let dev = unsafe { &*state.dev };
-    let ndev = dev.netdev(&guard);
-    let mut ctx = Ctx {
-        qp: state,
-        inner: &mut inner,
-        dev,
-        ndev,
-        rcu: &guard,
-    };
-    ctx.run_requester();
+    state.ctx(&mut inner, &guard).run_requester();
     drop(inner);
     state.flush_tx();
     0
 }
 
 impl QpState {
+    /// The transport of this QP, entered with its lock held (`inner`)
+    /// inside the RCU read-side section `guard`.
+    fn ctx<'a>(&'a self, inner: &'a mut QpInner, guard: &'a rcu::Guard) -> Ctx<'a> {
+        // SAFETY: the device outlives its QPs (type invariant).
+        let dev = unsafe { &*self.dev };
+        Ctx {
+            qp: self,
+            inner,
+            dev,
+            ndev: dev.netdev(guard),
+            rcu: guard,
+        }
+    }
+
     /// Sends the queued packets, in order: one context at a time drains
     /// the queue, others leave their packets to it.
     pub(crate) fn flush_tx(&self) {
@@ -794,17 +788,18 @@ impl QpState {
                 }
             }
             self.tx_busy.store(false, Ordering::Release);
-            if !deferred && !self.inner.lock().resp_q.is_empty() {
-                // READ responses still to build: the work item does it.
-                deferred = true;
-            }
-            if deferred {
+            let (more_tx, more_resp) = {
+                let inner = self.inner.lock();
+                (!inner.tx.is_empty(), !inner.resp_q.is_empty())
+            };
+            // READ responses still to build: the work item does it.
+            if deferred || more_resp {
                 // SAFETY: initialized at create; cancelled before the state
                 // is freed.
                 unsafe { sys::rroce_helper_queue_work(self.tx_work.get()) };
                 return;
             }
-            if self.inner.lock().tx.is_empty() {
+            if !more_tx {
                 return;
             }
         }
@@ -839,14 +834,9 @@ unsafe extern "C" fn tx_work_fn(work: *mut sys::work_struct) {
                 drop(core::mem::take(&mut inner.tx));
                 return;
             }
-            let mut ctx = Ctx {
-                qp: state,
-                inner: &mut inner,
-                dev,
-                ndev,
-                rcu: &guard,
-            };
-            ctx.pump_responses(WORK_RESP_BURST);
+            state
+                .ctx(&mut inner, &guard)
+                .pump_responses(WORK_RESP_BURST);
         }
         state.flush_tx();
         let inner = state.inner.lock();
@@ -873,17 +863,7 @@ unsafe extern "C" fn timer_fn(ctx: *mut c_void) {
     if inner.dead {
         return;
     }
-    // SAFETY: the device outlives its QPs (type invariant).
-    let dev = unsafe { &*state.dev };
-    let ndev = dev.netdev(&guard);
-    let mut ctx = Ctx {
-        qp: state,
-        inner: &mut inner,
-        dev,
-        ndev,
-        rcu: &guard,
-    };
-    ctx.on_timer();
+    state.ctx(&mut inner, &guard).on_timer();
     drop(inner);
     state.flush_tx();
 }
@@ -914,13 +894,7 @@ pub(crate) fn receive(dev: &RroceDev, roce: &[u8], src: &[u8; 16], sport: u16) {
     };
     let mut inner = state.inner.lock();
     if !inner.dead {
-        let mut ctx = Ctx {
-            qp: state,
-            inner: &mut inner,
-            dev,
-            ndev: dev.netdev(&guard),
-            rcu: &guard,
-        };
+        let mut ctx = state.ctx(&mut inner, &guard);
         match info.direction {
             Direction::Request => ctx.on_request(&pkt, 0),
             Direction::Response => ctx.on_response(&pkt),

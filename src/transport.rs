@@ -569,14 +569,17 @@ impl Ctx<'_> {
 
     /// Copies and validates newly posted WQEs.
     fn fetch(&mut self) {
-        let avail = match self.inner.sq.available(&self.qp.sq_buf) {
-            Ok(n) => n,
-            Err(_) => {
-                // A corrupt producer index: the QP cannot go on.
-                self.enter_error();
-                return;
-            }
-        };
+        if self.copy_new_wqes().is_err() {
+            // A corrupt producer index: the QP cannot go on.
+            self.enter_error();
+        }
+    }
+
+    /// Copies every WQE published since the last call into its shadow
+    /// slot and validates it; fails on a producer index the process
+    /// corrupted.
+    fn copy_new_wqes(&mut self) -> Result<(), crate::engine::ring::RingError> {
+        let avail = self.inner.sq.available(&self.qp.sq_buf)?;
         while self.inner.req.fetched < avail {
             let k = self.inner.req.fetched;
             let Ok(slot) = self.inner.sq.peek_nth(&self.qp.sq_buf, k) else {
@@ -598,12 +601,10 @@ impl Ctx<'_> {
                 )
             };
             let op = self.validate(k);
-            let i = self.op_index(k);
-            if let Some(o) = self.inner.ops.get_mut(i) {
-                *o = op;
-            }
+            self.set_op(k, op);
             self.inner.req.fetched += 1;
         }
+        Ok(())
     }
 
     fn validate(&self, k: u32) -> SendOp {
@@ -1355,7 +1356,8 @@ impl Ctx<'_> {
 
     /// Completes every fetched WQE with `IB_WC_WR_FLUSH_ERR`.
     fn flush_sq(&mut self) {
-        self.fetch_quiet();
+        // Already failing: a bad index only ends the copying.
+        let _ = self.copy_new_wqes();
         while self.inner.req.fetched > 0 {
             self.complete_head(wc::WR_FLUSH_ERR);
         }
@@ -1366,33 +1368,6 @@ impl Ctx<'_> {
         r.cur_off = 0;
         r.max_cur = 0;
         r.max_cur_off = 0;
-    }
-
-    /// `fetch` without treating a bad index as a reason to fail again.
-    fn fetch_quiet(&mut self) {
-        if let Ok(avail) = self.inner.sq.available(&self.qp.sq_buf) {
-            while self.inner.req.fetched < avail {
-                let k = self.inner.req.fetched;
-                let Ok(slot) = self.inner.sq.peek_nth(&self.qp.sq_buf, k) else {
-                    break;
-                };
-                let e = self.qp.sq_elem;
-                let dst = slot.index() as usize * e;
-                if let Some(shadow) = self.inner.sq_shadow.get_mut(dst..dst + e) {
-                    // SAFETY: as in `fetch`.
-                    unsafe {
-                        core::ptr::copy_nonoverlapping(
-                            self.qp.sq_buf.at(slot.offset()),
-                            shadow.as_mut_ptr(),
-                            e,
-                        )
-                    };
-                }
-                let op = self.validate(k);
-                self.set_op(k, op);
-                self.inner.req.fetched += 1;
-            }
-        }
     }
 
     /// Completes every posted receive WQE with `IB_WC_WR_FLUSH_ERR`.
