@@ -81,6 +81,10 @@ pub(crate) struct CqState {
     /// The dispatcher work item; initialized by [`CqState::new`] once
     /// pinned.
     work: UnsafeCell<sys::work_struct>,
+    /// Moves the QPs attached to the CQ to the error state once it has
+    /// overrun (NDKPI: "all associated queue pairs are also unusable");
+    /// initialized by [`CqState::new`] once pinned.
+    kill_work: UnsafeCell<sys::work_struct>,
 }
 
 // SAFETY: all mutable state is behind the spinlock; `work` is only touched
@@ -191,11 +195,17 @@ impl CqState {
                 // SAFETY: an all-zero work_struct is a valid placeholder;
                 // it is initialized with INIT_WORK below before any use.
                 work: UnsafeCell::new(unsafe { core::mem::zeroed() }),
+                // SAFETY: as `work`.
+                kill_work: UnsafeCell::new(unsafe { core::mem::zeroed() }),
             }),
             GFP_KERNEL,
         )?;
-        // SAFETY: the state is pinned, so the work item keeps its address.
-        unsafe { sys::rroce_helper_init_work(state.work.get(), Some(cq_work)) };
+        // SAFETY: the state is pinned, so the work items keep their
+        // addresses.
+        unsafe {
+            sys::rroce_helper_init_work(state.work.get(), Some(cq_work));
+            sys::rroce_helper_init_work(state.kill_work.get(), Some(cq_kill_work));
+        }
         Ok(state)
     }
 
@@ -256,6 +266,10 @@ impl CqState {
         };
         if raise_err {
             self.raise_cq_err();
+            // The QPs are locked one by one from process context: the
+            // caller may hold one of their locks.
+            // SAFETY: initialized in `new`; `Drop` cancels it.
+            unsafe { sys::rroce_helper_queue_work(self.kill_work.get()) };
         }
         self.dispatch(action);
         result
@@ -273,6 +287,13 @@ impl CqState {
         };
         self.dispatch(outcome.action());
         Ok(outcome.ib_return())
+    }
+
+    /// Waits until no callback is queued or running (a dispatcher that
+    /// defers a callback runs it before it finishes).
+    pub(crate) fn flush_callbacks(&self) {
+        // SAFETY: `work` was initialized in `new`; not called from it.
+        unsafe { sys::rroce_helper_flush_work(self.work.get()) };
     }
 
     /// Hands the dispatcher role to the work item on the vector's CPU.
@@ -327,9 +348,37 @@ impl PinnedDrop for CqState {
         // Cancel the arm, then wait for a queued or running callback; the
         // work item skips the handler now that the CQ is destroyed.
         let _ = self.inner.lock().notify.destroy();
-        // SAFETY: initialized in `new`; not called from the work item itself
-        // (the RDMA core never destroys a CQ from its own handler).
-        unsafe { sys::rroce_helper_flush_work(self.work.get()) };
+        // SAFETY: initialized in `new`; not called from the work items
+        // themselves (the RDMA core never destroys a CQ from its own
+        // handler, and no QP is attached any more).
+        unsafe {
+            sys::rroce_helper_flush_work(self.work.get());
+            sys::rroce_helper_cancel_work_sync(self.kill_work.get());
+        }
+    }
+}
+
+/// After an overrun: every QP attached to the CQ goes to the error state.
+///
+/// # Safety
+///
+/// Called by the workqueue with the `kill_work` field of a live, pinned
+/// `CqState` (see `CqState::new`).
+unsafe extern "C" fn cq_kill_work(work: *mut sys::work_struct) {
+    // SAFETY: `work` is the `kill_work` field of a pinned `CqState`, which
+    // is not freed before this work item has finished (`Drop` cancels it).
+    let state = unsafe {
+        &*work
+            .byte_sub(offset_of!(CqState, kill_work))
+            .cast::<CqState>()
+    };
+    // SAFETY: `ibcq` is valid while the state lives; the core set its
+    // device before `create_cq` (null only for the selftests' fake CQs).
+    let ibdev = unsafe { (*state.ibcq).device };
+    if !ibdev.is_null() {
+        // SAFETY: the device of one of our CQs, which outlives it.
+        let dev = unsafe { crate::device::RroceDev::from_ib(ibdev) };
+        crate::qp::fail_qps_on_cq(dev, state.ibcq);
     }
 }
 

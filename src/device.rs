@@ -64,9 +64,9 @@ const MAX_DEVICES: usize = 64;
 /// `src/abi.rs`), plus what only the kernel needs.
 pub(crate) mod limits {
     pub(crate) use crate::abi::{
-        MAX_AH, MAX_CQ, MAX_CQE, MAX_FAST_REG_PAGE_LIST_LEN, MAX_MR, MAX_MSG_SIZE, MAX_MW, MAX_PD,
-        MAX_QP, MAX_QP_INIT_RD_ATOM, MAX_QP_RD_ATOM, MAX_QP_WR, MAX_RECV_SGE, MAX_RES_RD_ATOM,
-        MAX_SEND_SGE, MAX_SGE_RD, MAX_SRQ, MAX_SRQ_SGE, MAX_SRQ_WR,
+        MAX_AH, MAX_CQ, MAX_CQE, MAX_FAST_REG_PAGE_LIST_LEN, MAX_MR, MAX_MSG_SIZE, MAX_PD, MAX_QP,
+        MAX_QP_INIT_RD_ATOM, MAX_QP_RD_ATOM, MAX_QP_WR, MAX_RECV_SGE, MAX_RES_RD_ATOM,
+        MAX_SEND_SGE, MAX_SGE_RD,
     };
     use kernel::ffi::c_int;
 
@@ -413,16 +413,21 @@ pub(crate) fn device_of_gid(net: usize, gid: &[u8; 16]) -> Option<*mut sys::ib_d
 /// arguments that contract describes.
 unsafe extern "C" fn newlink(ibdev_name: *const c_char, ndev: *mut sys::net_device) -> c_int {
     // SAFETY: the RDMA core passes a valid name and a referenced netdev.
-    to_c(unsafe { add_device(ibdev_name, ndev) })
+    to_c(unsafe { add_device(ibdev_name, ndev) }.map(|_| ()))
 }
 
-/// Creates and registers an rroce device on `ndev`.
+/// Creates and registers an rroce device on `ndev`; returns it (the caller
+/// holds no reference: `rdma link del` or module unload removes it, or a
+/// KUnit test with `ib_unregister_device`).
 ///
 /// # Safety
 ///
 /// `name` is a NUL-terminated string and `ndev` a referenced netdev, both
 /// valid for the duration of the call.
-unsafe fn add_device(name: *const c_char, ndev: *mut sys::net_device) -> Result {
+pub(crate) unsafe fn add_device(
+    name: *const c_char,
+    ndev: *mut sys::net_device,
+) -> Result<*mut sys::ib_device> {
     // One RDMA device per netdev: rroce's own, or rdma_rxe's (which the
     // core indexes by netdev).
     if let Some(existing) = device_of_netdev(ndev) {
@@ -539,7 +544,7 @@ unsafe fn add_device(name: *const c_char, ndev: *mut sys::net_device) -> Result 
         }
         return Err(Error::from_errno(err));
     }
-    Ok(())
+    Ok(ibdev)
 }
 
 /// # Safety
@@ -749,8 +754,7 @@ unsafe extern "C" fn query_device(
     a.device_cap_flags = (sys::ib_device_cap_flags_IB_DEVICE_BAD_PKEY_CNTR
         | sys::ib_device_cap_flags_IB_DEVICE_BAD_QKEY_CNTR
         | sys::ib_device_cap_flags_IB_DEVICE_SYS_IMAGE_GUID
-        | sys::ib_device_cap_flags_IB_DEVICE_RC_RNR_NAK_GEN
-        | sys::ib_device_cap_flags_IB_DEVICE_SRQ_RESIZE) as u64;
+        | sys::ib_device_cap_flags_IB_DEVICE_RC_RNR_NAK_GEN) as u64;
     // `rdma link del` may unregister the device.
     a.kernel_cap_flags = sys::ib_kernel_cap_flags_IBK_ALLOW_USER_UNREG.into();
     a.max_send_sge = limits::MAX_SEND_SGE;
@@ -764,11 +768,14 @@ unsafe extern "C" fn query_device(
     a.max_res_rd_atom = limits::MAX_RES_RD_ATOM;
     a.max_qp_init_rd_atom = limits::MAX_QP_INIT_RD_ATOM;
     a.atomic_cap = sys::ib_atomic_cap_IB_ATOMIC_HCA;
-    a.max_srq = limits::MAX_SRQ;
-    a.max_srq_wr = limits::MAX_SRQ_WR;
-    a.max_srq_sge = limits::MAX_SRQ_SGE;
+    // SRQs and memory windows are not implemented yet: report none (and
+    // no IB_DEVICE_SRQ_RESIZE / MEM_WINDOW), so applications do not plan
+    // on them. The ABI's rxe limits (MAX_SRQ*, MAX_MW) apply once they are.
+    a.max_srq = 0;
+    a.max_srq_wr = 0;
+    a.max_srq_sge = 0;
     a.max_ah = limits::MAX_AH;
-    a.max_mw = limits::MAX_MW;
+    a.max_mw = 0;
     a.max_fast_reg_page_list_len = limits::MAX_FAST_REG_PAGE_LIST_LEN;
     a.max_pkeys = limits::MAX_PKEYS;
     a.local_ca_ack_delay = limits::LOCAL_CA_ACK_DELAY;

@@ -180,3 +180,18 @@ mod objects {
         run("mr_access_rules", crate::mr::selftest::access_rules())
     }
 }
+
+// In-kernel consumer conformance (NDKPI rules a kernel ULP can observe),
+// on a real rroce device and CQs created through the RDMA core.
+selftest_suite!(
+    rroce_conformance,
+    crate::kconsumer::selftest,
+    [
+        concurrent_producers,
+        fire_on_arm,
+        solicited_and_errors,
+        overrun_is_fatal,
+        resize_under_load,
+        callback_on_vector_cpu,
+    ]
+);

@@ -699,7 +699,14 @@ pub(crate) unsafe extern "C" fn post_send(
     let guard = rcu::read_lock();
     let mut inner = state.inner.lock();
     if inner.state < sys::ib_qp_state_IB_QPS_RTS && inner.state != sys::ib_qp_state_IB_QPS_ERR {
-        // As rxe: the WQEs stay queued, the doorbell is refused.
+        // Posting before RTS is an immediate error (IB; NDKPI's
+        // ND_CONNECTION_INVALID): the provider has already published the
+        // WQEs, so they are discarded here, never run and never
+        // completed; the QP stays usable. (rdma_rxe refuses the doorbell
+        // but leaves them queued, and runs them once the QP reaches RTS.)
+        if let Ok(n) = inner.sq.available(&state.sq_buf) {
+            let _ = inner.sq.advance_by(n, &state.sq_buf);
+        }
         return EINVAL.to_errno();
     }
     if state.qp_type != sys::ib_qp_type_IB_QPT_RC {
@@ -903,6 +910,32 @@ pub(crate) fn receive(dev: &RroceDev, roce: &[u8], src: &[u8; 16], sport: u16) {
     }
     drop(inner);
     state.flush_tx();
+}
+
+/// Moves every QP of `dev` that completes into `ibcq` to the error state:
+/// the CQ overran and is dead, so (NDKPI) its queue pairs are unusable too.
+/// Their flushed requests still complete into their other CQ, if alive.
+/// Process context, no QP lock held.
+pub(crate) fn fail_qps_on_cq(dev: &RroceDev, ibcq: *mut sys::ib_cq) {
+    let guard = rcu::read_lock();
+    for qpn in 0..dev.qps.len() {
+        let Some(state) = dev.qps.get(qpn, &guard) else {
+            continue;
+        };
+        if state.send_cq != ibcq && state.recv_cq != ibcq {
+            continue;
+        }
+        let mut inner = state.inner.lock();
+        if !inner.dead && inner.state != sys::ib_qp_state_IB_QPS_ERR {
+            pr_debug!(
+                "qp {}: its CQ overran, moving to the error state\n",
+                state.qpn
+            );
+            state.ctx(&mut inner, &guard).enter_error();
+        }
+        drop(inner);
+        state.flush_tx();
+    }
 }
 
 /// Checks run by KUnit.

@@ -14,6 +14,7 @@ mod counters;
 mod cq;
 mod device;
 pub mod engine;
+mod kconsumer;
 mod kunit;
 mod mr;
 mod net;

@@ -72,6 +72,11 @@ impl<T> RcuTable<T> {
         }
     }
 
+    /// Number of entries.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
     /// The object at `i`, valid while `_guard` is held.
     pub(crate) fn get<'g>(&self, i: usize, _guard: &'g rcu::Guard) -> Option<&'g T> {
         let p = self.slot(i)?.load(Ordering::Acquire);

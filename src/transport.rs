@@ -50,6 +50,7 @@ const SEND_FENCE: u32 = 1;
 const SEND_SIGNALED: u32 = 2;
 const SEND_SOLICITED: u32 = 4;
 const SEND_INLINE: u32 = 8;
+const SEND_IP_CSUM: u32 = 16;
 /// `IB_WC_WITH_IMM`, `IB_WC_WITH_INVALIDATE` in the user CQE encoding.
 const WC_WITH_IMM: u32 = 2;
 const WC_WITH_INV: u32 = 8;
@@ -618,6 +619,13 @@ impl Ctx<'_> {
         op.opcode = w.wr.opcode;
         op.flags = w.wr.send_flags;
         op.ex = w.wr.ex;
+        if op.flags & !KNOWN_SEND_FLAGS != 0 {
+            // A flag rroce does not know (NDKPI: invalid flags). The
+            // provider posts without checking, so the request is refused
+            // here: it completes in error and is never sent.
+            op.invalid = wc::LOC_QP_OP_ERR;
+            return op;
+        }
         let supported = matches!(
             op.opcode,
             abi::WR_SEND
@@ -1906,5 +1914,8 @@ impl Ctx<'_> {
     }
 }
 
-/// `SEND_FLAGS` the user may set that rroce honours.
-pub(crate) const _KNOWN_SEND_FLAGS: u32 = SEND_FENCE | SEND_SIGNALED | SEND_SOLICITED | SEND_INLINE;
+/// The send flags rroce accepts: `IB_SEND_FENCE`, `IB_SEND_SIGNALED`,
+/// `IB_SEND_SOLICITED`, `IB_SEND_INLINE` and `IB_SEND_IP_CSUM` (meaningless
+/// on RC, ignored as rdma_rxe does).
+const KNOWN_SEND_FLAGS: u32 =
+    SEND_FENCE | SEND_SIGNALED | SEND_SOLICITED | SEND_INLINE | SEND_IP_CSUM;

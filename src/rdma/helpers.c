@@ -141,6 +141,11 @@ unsigned int rroce_helper_smp_processor_id(void)
 	return raw_smp_processor_id();
 }
 
+struct net_device *rroce_helper_init_net_loopback(void)
+{
+	return init_net.loopback_dev;
+}
+
 /* ---- RoCEv2 over UDP: sockets, packets, routes ---------------------------
  * The packet layout, ICRC and all transport logic are in Rust; these wrap the
  * static inlines of the networking headers, following rdma_rxe's rxe_net.c.

@@ -55,6 +55,8 @@ bool rroce_helper_queue_work_on_vector(unsigned int vector, struct work_struct *
 unsigned int rroce_helper_vector_cpu(unsigned int vector);
 bool rroce_helper_flush_work(struct work_struct *work);
 unsigned int rroce_helper_smp_processor_id(void);
+/* init_net's loopback netdev (lives as long as the kernel). */
+struct net_device *rroce_helper_init_net_loopback(void);
 
 #endif
 
