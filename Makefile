@@ -25,11 +25,16 @@ module:
 
 # Userspace sample programs, built against the distribution's libibverbs and
 # rroce's uapi header.
-SAMPLES := $(patsubst samples/%.c,build/samples/%,$(wildcard samples/*.c))
+# The userspace conformance suite (tests/conformance/) is built with them.
+SAMPLES := $(patsubst samples/%.c,build/samples/%,$(wildcard samples/*.c)) \
+	   $(patsubst tests/conformance/%.c,build/tests/%,$(wildcard tests/conformance/*.c))
 samples: $(SAMPLES)
 build/samples/%: samples/%.c $(wildcard uapi/rdma/*.h)
 	@mkdir -p $(dir $@)
 	@$(CC) -O2 -g -Wall -Wextra -Werror -std=gnu11 -Iuapi $< -libverbs -o $@
+build/tests/%: tests/conformance/%.c $(wildcard uapi/rdma/*.h)
+	@mkdir -p $(dir $@)
+	@$(CC) -O2 -g -Wall -Wextra -Werror -std=gnu11 -Iuapi $< -libverbs -lpthread -o $@
 
 host-test:
 	@cargo test --quiet
