@@ -12,8 +12,9 @@
 //! (`QpInner::sq_shadow`), a receive WQE into `QpInner::rq_shadow`.
 //!
 //! Requester: WQEs are fetched in order, segmented at the path MTU, given
-//! PSNs and sent while the window (`WINDOW` packets) and the READ/atomic
-//! limit allow; a fenced WQE waits for earlier READs and atomics.
+//! PSNs and sent while the window (`WINDOW` packets, halved after each loss
+//! and grown back by one per acknowledgement) and the READ/atomic limit
+//! allow; a fenced WQE waits for earlier READs and atomics.
 //! Completer: ACKs, NAKs and READ/atomic responses retire WQEs strictly in
 //! posting order; a timeout or a PSN sequence NAK goes back to the oldest
 //! unacknowledged PSN (go-back-N); an RNR NAK waits the timer it names.
@@ -43,6 +44,8 @@ use crate::{
 
 /// Most packets in flight (sent, not acknowledged) per QP.
 const WINDOW: u32 = 128;
+/// The smallest the window shrinks to after losses.
+const MIN_WINDOW: u32 = 8;
 /// The requester asks for an ACK at least every this many packets.
 const ACK_EVERY: u32 = 16;
 /// `IB_SEND_FENCE`, `IB_SEND_SIGNALED`, `IB_SEND_SOLICITED`, `IB_SEND_INLINE`.
@@ -158,6 +161,10 @@ pub(crate) struct Req {
     rd_retry: Option<u32>,
     /// Packets sent since the last ACK request.
     noack: u32,
+    /// Reduction of the send window after losses (0: the full `WINDOW`).
+    /// Go-back-N resends everything after a lost packet, so on a lossy
+    /// path a smaller window wastes less; it grows back with progress.
+    shrink: u32,
 }
 
 /// The receive WQE a multi-packet SEND is filling.
@@ -751,7 +758,7 @@ impl Ctx<'_> {
                 break;
             }
             let inflight = Psn::new(self.inner.req.psn).distance_from(Psn::new(self.inner.req.una));
-            if inflight >= WINDOW {
+            if inflight >= self.window() {
                 break;
             }
             if self.inner.req.cur_off == 0 {
@@ -880,7 +887,9 @@ impl Ctx<'_> {
             h.bth.solicited = op.flags & SEND_SOLICITED != 0;
         }
         self.inner.req.noack += 1;
-        if last || self.inner.req.noack >= ACK_EVERY {
+        // A shrunken window must not stall waiting for an ACK nobody asked
+        // for: ask at least twice per window.
+        if last || self.inner.req.noack >= ACK_EVERY.min(self.window() / 2) {
             h.bth.ack_req = true;
         }
         let elem_k = k;
@@ -939,6 +948,22 @@ impl Ctx<'_> {
             // SAFETY: the timer lives as long as the QP.
             unsafe { sys::rroce_helper_timer_arm_us(self.qp.timer, us as kernel::ffi::c_ulong) };
         }
+    }
+
+    /// Packets that may be unacknowledged at once.
+    fn window(&self) -> u32 {
+        WINDOW - self.inner.req.shrink.min(WINDOW - MIN_WINDOW)
+    }
+
+    /// A loss (sequence NAK or timeout): halve the window.
+    fn window_loss(&mut self) {
+        let w = self.window();
+        self.inner.req.shrink = WINDOW - (w / 2).max(MIN_WINDOW);
+    }
+
+    /// Progress: the window grows back by one packet.
+    fn window_progress(&mut self) {
+        self.inner.req.shrink = self.inner.req.shrink.saturating_sub(1);
     }
 
     /// Asks again for the READ/atomic response at `missing`, once until it
@@ -1087,6 +1112,7 @@ impl Ctx<'_> {
             self.inner.req.una = next.get();
             self.inner.req.retry_left = self.inner.attrs.retry_cnt;
             self.inner.req.rnr_left = self.inner.attrs.rnr_retry;
+            self.window_progress();
         }
     }
 
@@ -1114,12 +1140,19 @@ impl Ctx<'_> {
             return;
         }
         let psn = pkt.psn();
-        // Only responses to what was sent count.
-        if psn.diff(Psn::new(self.inner.req.una)) < 0 || psn.diff(Psn::new(self.inner.req.psn)) >= 0
-        {
+        let info = pkt.info();
+        // Only responses to what was sent count. An ACK or NAK may cover
+        // packets sent before a rewind for retransmission (up to `max_psn`);
+        // READ and atomic responses count only up to the resend point, so
+        // responses still in flight from before a rewind start no retry.
+        let limit = if info.kind == OpKind::Acknowledge {
+            self.inner.req.max_psn
+        } else {
+            self.inner.req.psn
+        };
+        if psn.diff(Psn::new(self.inner.req.una)) < 0 || psn.diff(Psn::new(limit)) >= 0 {
             return;
         }
-        let info = pkt.info();
         match info.kind {
             OpKind::Acknowledge => {
                 let Some(aeth) = pkt.headers().aeth else {
@@ -1164,6 +1197,7 @@ impl Ctx<'_> {
                                 // response missing before it.
                                 if self.inner.req.rd_retry.is_none() {
                                     let una = Psn::new(self.inner.req.una);
+                                    self.window_loss();
                                     self.rewind(una);
                                 }
                             }
@@ -1280,6 +1314,7 @@ impl Ctx<'_> {
             self.inner.req.una = psn.next().get();
             // Progress: the retry budget starts over.
             self.inner.req.retry_left = self.inner.attrs.retry_cnt;
+            self.window_progress();
         }
     }
 
@@ -1291,6 +1326,7 @@ impl Ctx<'_> {
         }
         self.inner.req.retry_left = self.inner.attrs.retry_cnt;
         self.inner.req.rnr_left = self.inner.attrs.rnr_retry;
+        self.window_progress();
     }
 
     fn on_atomic_ack(&mut self, pkt: &wire::Packet<'_>) {
@@ -1342,6 +1378,7 @@ impl Ctx<'_> {
             }
             self.inner.req.retry_left -= 1;
             self.inner.req.rd_retry = None;
+            self.window_loss();
             let una = Psn::new(self.inner.req.una);
             self.rewind(una);
         }
