@@ -209,6 +209,12 @@ impl CqState {
         Ok(state)
     }
 
+    /// Whether the ring is mapped by a process (its entries are
+    /// `struct rroce_cqe`); a kernel CQ holds `struct ib_wc`s.
+    pub(crate) fn is_user(&self) -> bool {
+        self.user
+    }
+
     /// Capacity in entries.
     pub(crate) fn capacity(&self) -> u32 {
         self.inner.lock().ring.layout().capacity()

@@ -388,6 +388,265 @@ fn join(v: &mut KVec<KBox<Producer>>) -> u32 {
     failed
 }
 
+/// `IS_ERR_OR_NULL` for a pointer the core returned.
+fn bad_ptr<T>(p: *mut T) -> bool {
+    p.is_null() || (p as isize) < 0 && (p as isize) >= -4095
+}
+
+/// A kernel PD with the unsafe global rkey (so the test's kernel buffers
+/// can be RDMA targets), deallocated on drop.
+struct TestPd(*mut sys::ib_pd);
+
+impl TestPd {
+    fn new(dev: &TestDev) -> Result<Self, &'static str> {
+        // SAFETY: a registered device; the name is NUL-terminated.
+        let pd = unsafe {
+            sys::__ib_alloc_pd(
+                dev.0,
+                sys::ib_pd_flags_IB_PD_UNSAFE_GLOBAL_RKEY,
+                c"rroce_kunit".as_char_ptr(),
+            )
+        };
+        if bad_ptr(pd) {
+            return Err("ib_alloc_pd failed");
+        }
+        Ok(Self(pd))
+    }
+
+    fn lkey(&self) -> u32 {
+        // SAFETY: live PD.
+        unsafe { (*self.0).local_dma_lkey }
+    }
+
+    fn rkey(&self) -> u32 {
+        // SAFETY: live PD.
+        unsafe { (*self.0).unsafe_global_rkey }
+    }
+}
+
+impl Drop for TestPd {
+    fn drop(&mut self) {
+        // SAFETY: allocated by `new`; its QPs are destroyed first.
+        unsafe { sys::ib_dealloc_pd_user(self.0, null_mut()) };
+    }
+}
+
+/// A kernel RC QP created through the core, destroyed on drop.
+struct TestQp(*mut sys::ib_qp);
+
+impl TestQp {
+    fn new(pd: &TestPd, cq: &TestCq) -> Result<Self, &'static str> {
+        // SAFETY: all-zero is a valid `ib_qp_init_attr`.
+        let mut init: sys::ib_qp_init_attr = unsafe { core::mem::zeroed() };
+        init.send_cq = cq.0;
+        init.recv_cq = cq.0;
+        init.cap.max_send_wr = 16;
+        init.cap.max_recv_wr = 16;
+        init.cap.max_send_sge = 2;
+        init.cap.max_recv_sge = 2;
+        init.cap.max_inline_data = 64;
+        init.sq_sig_type = sys::ib_sig_type_IB_SIGNAL_REQ_WR;
+        init.qp_type = sys::ib_qp_type_IB_QPT_RC;
+        // SAFETY: a live kernel PD; valid attributes.
+        let qp = unsafe { sys::ib_create_qp_kernel(pd.0, &mut init, c"rroce_kunit".as_char_ptr()) };
+        if bad_ptr(qp) {
+            pr_err!("ib_create_qp: {}\n", qp as isize);
+            return Err("ib_create_qp of a kernel RC QP failed");
+        }
+        Ok(Self(qp))
+    }
+
+    fn qpn(&self) -> u32 {
+        // SAFETY: live QP.
+        unsafe { (*self.0).qp_num }
+    }
+
+    fn modify(&self, attr: &mut sys::ib_qp_attr, mask: u32) -> i32 {
+        // SAFETY: live QP, valid attributes.
+        unsafe { sys::ib_modify_qp(self.0, attr, mask as i32) }
+    }
+
+    /// RESET -> INIT -> RTR -> RTS towards `dest` at `gid` (GID index
+    /// `sgid`), path MTU 1024.
+    fn connect(&self, dest: u32, gid: &sys::ib_gid, sgid: u8) -> Result<(), &'static str> {
+        use sys::*;
+        // SAFETY: all-zero is a valid `ib_qp_attr`.
+        let mut a: ib_qp_attr = unsafe { core::mem::zeroed() };
+        a.qp_state = ib_qp_state_IB_QPS_INIT;
+        a.port_num = 1;
+        a.qp_access_flags = (ib_access_flags_IB_ACCESS_LOCAL_WRITE
+            | ib_access_flags_IB_ACCESS_REMOTE_WRITE
+            | ib_access_flags_IB_ACCESS_REMOTE_READ
+            | ib_access_flags_IB_ACCESS_REMOTE_ATOMIC) as i32;
+        let m = ib_qp_attr_mask_IB_QP_STATE
+            | ib_qp_attr_mask_IB_QP_PKEY_INDEX
+            | ib_qp_attr_mask_IB_QP_PORT
+            | ib_qp_attr_mask_IB_QP_ACCESS_FLAGS;
+        if self.modify(&mut a, m) != 0 {
+            return Err("modify to INIT failed");
+        }
+        // SAFETY: as above.
+        let mut a: ib_qp_attr = unsafe { core::mem::zeroed() };
+        a.qp_state = ib_qp_state_IB_QPS_RTR;
+        a.path_mtu = ib_mtu_IB_MTU_1024;
+        a.dest_qp_num = dest;
+        a.rq_psn = 0x100;
+        a.max_dest_rd_atomic = 4;
+        a.min_rnr_timer = 1;
+        a.ah_attr.type_ = rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_ROCE;
+        a.ah_attr.port_num = 1;
+        a.ah_attr.ah_flags = ib_ah_flags_IB_AH_GRH as u8;
+        a.ah_attr.grh.dgid = *gid;
+        a.ah_attr.grh.sgid_index = sgid;
+        a.ah_attr.grh.hop_limit = 64;
+        let m = ib_qp_attr_mask_IB_QP_STATE
+            | ib_qp_attr_mask_IB_QP_AV
+            | ib_qp_attr_mask_IB_QP_PATH_MTU
+            | ib_qp_attr_mask_IB_QP_DEST_QPN
+            | ib_qp_attr_mask_IB_QP_RQ_PSN
+            | ib_qp_attr_mask_IB_QP_MAX_DEST_RD_ATOMIC
+            | ib_qp_attr_mask_IB_QP_MIN_RNR_TIMER;
+        let r = self.modify(&mut a, m);
+        if r != 0 {
+            pr_err!("modify to RTR: {r}\n");
+            return Err("modify to RTR failed");
+        }
+        // SAFETY: as above.
+        let mut a: ib_qp_attr = unsafe { core::mem::zeroed() };
+        a.qp_state = ib_qp_state_IB_QPS_RTS;
+        a.sq_psn = 0x100;
+        a.timeout = 14;
+        a.retry_cnt = 7;
+        a.rnr_retry = 7;
+        a.max_rd_atomic = 4;
+        let m = ib_qp_attr_mask_IB_QP_STATE
+            | ib_qp_attr_mask_IB_QP_SQ_PSN
+            | ib_qp_attr_mask_IB_QP_TIMEOUT
+            | ib_qp_attr_mask_IB_QP_RETRY_CNT
+            | ib_qp_attr_mask_IB_QP_RNR_RETRY
+            | ib_qp_attr_mask_IB_QP_MAX_QP_RD_ATOMIC;
+        if self.modify(&mut a, m) != 0 {
+            return Err("modify to RTS failed");
+        }
+        Ok(())
+    }
+
+    fn to_error(&self) -> Result<(), &'static str> {
+        // SAFETY: all-zero is a valid `ib_qp_attr`.
+        let mut a: sys::ib_qp_attr = unsafe { core::mem::zeroed() };
+        a.qp_state = sys::ib_qp_state_IB_QPS_ERR;
+        if self.modify(&mut a, sys::ib_qp_attr_mask_IB_QP_STATE) != 0 {
+            return Err("modify to ERR failed");
+        }
+        Ok(())
+    }
+
+    /// `ib_post_send`: through the device's op, as the core's inline does.
+    fn post_send(&self, wr: &sys::ib_send_wr) -> (i32, *const sys::ib_send_wr) {
+        let mut bad: *const sys::ib_send_wr = core::ptr::null();
+        // SAFETY: live QP; `wr` heads a list of valid requests.
+        let r = unsafe {
+            match (*(*self.0).device).ops.post_send {
+                Some(f) => f(self.0, wr, &mut bad),
+                None => -1,
+            }
+        };
+        (r, bad)
+    }
+
+    fn post_recv(&self, wr: &sys::ib_recv_wr) -> (i32, *const sys::ib_recv_wr) {
+        let mut bad: *const sys::ib_recv_wr = core::ptr::null();
+        // SAFETY: as above.
+        let r = unsafe {
+            match (*(*self.0).device).ops.post_recv {
+                Some(f) => f(self.0, wr, &mut bad),
+                None => -1,
+            }
+        };
+        (r, bad)
+    }
+}
+
+impl Drop for TestQp {
+    fn drop(&mut self) {
+        // SAFETY: created by `new`, not used after this.
+        unsafe { sys::ib_destroy_qp_user(self.0, null_mut()) };
+    }
+}
+
+/// The GID index of `::ffff:127.0.0.1` on the test device (the RDMA core
+/// fills the table from a work item after registration: wait for it).
+fn loopback_gid(dev: &TestDev) -> Option<(u8, sys::ib_gid)> {
+    let want: [u8; 16] = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 127, 0, 0, 1];
+    for _ in 0..100 {
+        for idx in 0..16u8 {
+            // SAFETY: all-zero is a valid `ib_gid`.
+            let mut gid: sys::ib_gid = unsafe { core::mem::zeroed() };
+            // SAFETY: a registered device; port 1 exists.
+            let r = unsafe { sys::rdma_query_gid(dev.0, 1, i32::from(idx), &mut gid) };
+            // SAFETY: `raw` covers the union.
+            if r == 0 && unsafe { gid.raw } == want {
+                return Some((idx, gid));
+            }
+        }
+        fsleep(Delta::from_millis(50));
+    }
+    None
+}
+
+/// Polls `cq` until `n` completions arrived (at most about 5 s).
+fn wait_wcs(cq: &TestCq, n: usize) -> KVec<sys::ib_wc> {
+    let mut got = KVec::new();
+    for _ in 0..500 {
+        // SAFETY: all-zero is a valid `ib_wc`.
+        let mut wc: [sys::ib_wc; 4] = unsafe { core::mem::zeroed() };
+        // SAFETY: live CQ; room for 4.
+        let k = unsafe { poll(cq.0, 4, wc.as_mut_ptr()) };
+        for w in wc.iter().take(k.max(0) as usize) {
+            if got.push(*w, GFP_KERNEL).is_err() {
+                return got;
+            }
+        }
+        if got.len() >= n {
+            return got;
+        }
+        if k <= 0 {
+            fsleep(Delta::from_millis(10));
+        }
+    }
+    got
+}
+
+/// An SGE for `len` bytes at `addr` (a kernel virtual address, which is
+/// what the DMA MR takes on rroce).
+fn sge(addr: *const u8, len: usize, lkey: u32) -> sys::ib_sge {
+    sys::ib_sge {
+        addr: addr as u64,
+        length: len as u32,
+        lkey,
+    }
+}
+
+fn pattern(len: usize, seed: u8) -> Result<KVec<u8>, &'static str> {
+    let mut v = KVec::with_capacity(len, GFP_KERNEL).map_err(|_| "no memory")?;
+    for i in 0..len {
+        let _ = v.push(
+            seed.wrapping_add((i as u8).wrapping_mul(7)) ^ (i >> 8) as u8,
+            GFP_KERNEL,
+        );
+    }
+    Ok(v)
+}
+
+fn zeroed(len: usize) -> Result<KVec<u8>, &'static str> {
+    KVec::from_elem(0u8, len, GFP_KERNEL).map_err(|_| "no memory")
+}
+
+fn wr_id(wc: &sys::ib_wc) -> u64 {
+    // SAFETY: rroce writes `wr_id` into the union.
+    unsafe { wc.__bindgen_anon_1.wr_id }
+}
+
 /// Checks run by KUnit.
 pub(crate) mod selftest {
     use super::*;
@@ -631,6 +890,218 @@ pub(crate) mod selftest {
                 return Err("callback on another CPU than the completion vector's");
             }
         }
+        Ok(())
+    }
+
+    /// A kernel consumer's RC traffic: two kernel QPs on one device (over
+    /// the loopback netdev) connected through `ib_modify_qp`, buffers in
+    /// kmalloc memory reached through the PD's DMA MR. SEND (across MTU
+    /// boundaries, with immediate data, inline), RDMA WRITE and READ move
+    /// patterned data that is checked byte by byte; completions come back
+    /// as `ib_wc`s with the QP pointer; bad requests are refused with
+    /// EINVAL and `bad_wr`; after the QP enters ERR every post flushes.
+    pub(crate) fn kernel_rc_qps() -> Result<(), &'static str> {
+        use sys::*;
+        let dev = TestDev::new()?;
+        let Some((sgid, gid)) = loopback_gid(&dev) else {
+            return Err("no ::ffff:127.0.0.1 GID on the loopback device");
+        };
+        // Declared before the QPs so they outlive them (dropped after).
+        const SEND_LEN: usize = 3000;
+        const WRITE_LEN: usize = 4100;
+        const READ_LEN: usize = 2500;
+        let src = pattern(WRITE_LEN, 3)?;
+        let mut rbuf = zeroed(4096)?;
+        let mut wbuf = zeroed(WRITE_LEN)?;
+        let mut rdbuf = zeroed(READ_LEN)?;
+        let inl = pattern(16, 99)?;
+        let mut rbuf2 = zeroed(64)?;
+        let pd = TestPd::new(&dev)?;
+        let c = Consumer::new(false);
+        let cq_a = TestCq::new(&dev, 64, 0, &c)?;
+        let cq_b = TestCq::new(&dev, 64, 0, &c)?;
+        let a = TestQp::new(&pd, &cq_a)?;
+        let b = TestQp::new(&pd, &cq_b)?;
+        a.connect(b.qpn(), &gid, sgid)?;
+        b.connect(a.qpn(), &gid, sgid)?;
+        let (lkey, rkey) = (pd.lkey(), pd.rkey());
+
+        // Two receives on B: the second split over two SGEs.
+        let r1 = sge(rbuf.as_mut_ptr(), 4096, lkey);
+        let r2 = [
+            sge(rbuf2.as_mut_ptr(), 8, lkey),
+            sge(rbuf2.as_mut_ptr().wrapping_add(8), 56, lkey),
+        ];
+        // SAFETY: all-zero is a valid `ib_recv_wr`.
+        let mut rw2: ib_recv_wr = unsafe { core::mem::zeroed() };
+        rw2.__bindgen_anon_1.wr_id = 0xb2;
+        rw2.sg_list = r2.as_ptr().cast_mut();
+        rw2.num_sge = 2;
+        // SAFETY: as above.
+        let mut rw1: ib_recv_wr = unsafe { core::mem::zeroed() };
+        rw1.__bindgen_anon_1.wr_id = 0xb1;
+        rw1.sg_list = core::ptr::from_ref(&r1).cast_mut();
+        rw1.num_sge = 1;
+        rw1.next = &mut rw2;
+        if b.post_recv(&rw1).0 != 0 {
+            return Err("post_recv failed");
+        }
+
+        // A: SEND 3000 bytes, WRITE 4100, READ 2500 back, SEND inline
+        // with immediate data; only the last is unsignaled.
+        let s_send = sge(src.as_ptr(), SEND_LEN, lkey);
+        let s_write = sge(src.as_ptr(), WRITE_LEN, lkey);
+        let s_read = sge(rdbuf.as_mut_ptr(), READ_LEN, lkey);
+        let s_inl = sge(inl.as_ptr(), 16, 0);
+        // SAFETY: all-zero is a valid work request of each kind.
+        let (mut w_inl, mut w_read, mut w_write, mut w_send): (
+            ib_send_wr,
+            ib_rdma_wr,
+            ib_rdma_wr,
+            ib_send_wr,
+        ) = unsafe { core::mem::zeroed() };
+        w_inl.__bindgen_anon_1.wr_id = 0xa4;
+        w_inl.opcode = ib_wr_opcode_IB_WR_SEND_WITH_IMM;
+        w_inl.send_flags = ib_send_flags_IB_SEND_INLINE;
+        w_inl.ex.imm_data = 0x1234_5678u32.to_be();
+        w_inl.sg_list = core::ptr::from_ref(&s_inl).cast_mut();
+        w_inl.num_sge = 1;
+        w_read.wr.__bindgen_anon_1.wr_id = 0xa3;
+        w_read.wr.opcode = ib_wr_opcode_IB_WR_RDMA_READ;
+        w_read.wr.send_flags = ib_send_flags_IB_SEND_SIGNALED;
+        w_read.wr.sg_list = core::ptr::from_ref(&s_read).cast_mut();
+        w_read.wr.num_sge = 1;
+        w_read.remote_addr = wbuf.as_mut_ptr() as u64 + 7;
+        w_read.rkey = rkey;
+        w_read.wr.next = &mut w_inl;
+        w_write.wr.__bindgen_anon_1.wr_id = 0xa2;
+        w_write.wr.opcode = ib_wr_opcode_IB_WR_RDMA_WRITE;
+        w_write.wr.send_flags = ib_send_flags_IB_SEND_SIGNALED;
+        w_write.wr.sg_list = core::ptr::from_ref(&s_write).cast_mut();
+        w_write.wr.num_sge = 1;
+        w_write.remote_addr = wbuf.as_mut_ptr() as u64;
+        w_write.rkey = rkey;
+        w_write.wr.next = &mut w_read.wr;
+        w_send.__bindgen_anon_1.wr_id = 0xa1;
+        w_send.opcode = ib_wr_opcode_IB_WR_SEND;
+        w_send.send_flags = ib_send_flags_IB_SEND_SIGNALED;
+        w_send.sg_list = core::ptr::from_ref(&s_send).cast_mut();
+        w_send.num_sge = 1;
+        w_send.next = &mut w_write.wr;
+        let (r, _) = a.post_send(&w_send);
+        if r != 0 {
+            pr_err!("post_send: {r}\n");
+            return Err("post_send of a valid chain failed");
+        }
+        let sent = wait_wcs(&cq_a, 3);
+        let recvd = wait_wcs(&cq_b, 2);
+        if sent.len() != 3 || recvd.len() != 2 {
+            pr_err!(
+                "{} send and {} receive completions\n",
+                sent.len(),
+                recvd.len()
+            );
+            return Err("completions missing (the unsignaled SEND must not complete)");
+        }
+        let want_sent = [
+            (0xa1, ib_wc_opcode_IB_WC_SEND),
+            (0xa2, ib_wc_opcode_IB_WC_RDMA_WRITE),
+            (0xa3, ib_wc_opcode_IB_WC_RDMA_READ),
+        ];
+        for (wc, (id, op)) in sent.iter().zip(want_sent) {
+            if wc.status != ib_wc_status_IB_WC_SUCCESS || wr_id(wc) != id || wc.opcode != op {
+                pr_err!(
+                    "send wc {:#x}: status {} opcode {}\n",
+                    wr_id(wc),
+                    wc.status,
+                    wc.opcode
+                );
+                return Err("a send completion has the wrong id, opcode or status");
+            }
+            if wc.qp != a.0 {
+                return Err("ib_wc::qp is not the QP");
+            }
+        }
+        let (w1, w2) = (&recvd[0], &recvd[1]);
+        if w1.status != ib_wc_status_IB_WC_SUCCESS
+            || wr_id(w1) != 0xb1
+            || w1.opcode != ib_wc_opcode_IB_WC_RECV
+            || w1.byte_len != SEND_LEN as u32
+            || w1.qp != b.0
+        {
+            return Err("the first receive completion is wrong");
+        }
+        // SAFETY: the union's `imm_data` member is plain data.
+        let imm = unsafe { w2.ex.imm_data };
+        if w2.status != ib_wc_status_IB_WC_SUCCESS
+            || wr_id(w2) != 0xb2
+            || w2.byte_len != 16
+            || w2.wc_flags & ib_wc_flags_IB_WC_WITH_IMM as i32 == 0
+            || u32::from_be(imm) != 0x1234_5678
+        {
+            return Err("the SEND with immediate completed wrong");
+        }
+        if rbuf[..SEND_LEN] != src[..SEND_LEN] || rbuf[SEND_LEN..].iter().any(|&x| x != 0) {
+            return Err("SEND data differs");
+        }
+        if rbuf2[..16] != inl[..] {
+            return Err("inline SEND data differs");
+        }
+        if wbuf[..] != src[..] {
+            return Err("RDMA WRITE data differs");
+        }
+        if rdbuf[..] != src[7..7 + READ_LEN] {
+            return Err("RDMA READ data differs");
+        }
+
+        // Bad requests: too many SGEs, an unknown opcode.
+        // (the SQ's SGE cap grew to fill its 64-byte inline area: 4 SGEs).
+        let many = [s_send; 9];
+        // SAFETY: all-zero is a valid `ib_send_wr`.
+        let mut bad: ib_send_wr = unsafe { core::mem::zeroed() };
+        bad.opcode = ib_wr_opcode_IB_WR_SEND;
+        bad.sg_list = many.as_ptr().cast_mut();
+        bad.num_sge = 9;
+        let (r, bw) = a.post_send(&bad);
+        if r != EINVAL.to_errno() || bw != core::ptr::from_ref(&bad) {
+            return Err("a SEND with too many SGEs was not refused with EINVAL");
+        }
+        bad.num_sge = 1;
+        bad.opcode = ib_wr_opcode_IB_WR_REG_MR;
+        if a.post_send(&bad).0 == 0 {
+            return Err("an unsupported opcode was accepted");
+        }
+        // SAFETY: all-zero is a valid `ib_recv_wr`.
+        let mut badr: ib_recv_wr = unsafe { core::mem::zeroed() };
+        badr.sg_list = many.as_ptr().cast_mut();
+        badr.num_sge = 3;
+        if b.post_recv(&badr).0 == 0 {
+            return Err("a receive with too many SGEs was accepted");
+        }
+
+        // ERR: posts complete flushed, in order.
+        a.to_error()?;
+        w_send.next = core::ptr::null_mut();
+        w_send.__bindgen_anon_1.wr_id = 0xf1;
+        if a.post_send(&w_send).0 != 0 {
+            return Err("post_send to a QP in ERR was refused");
+        }
+        rw1.next = core::ptr::null_mut();
+        if a.post_recv(&rw1).0 != 0 {
+            return Err("post_recv to a QP in ERR was refused");
+        }
+        let flushed = wait_wcs(&cq_a, 2);
+        if flushed.len() != 2
+            || flushed
+                .iter()
+                .any(|w| w.status != ib_wc_status_IB_WC_WR_FLUSH_ERR)
+        {
+            return Err("posts to a QP in ERR did not complete flushed");
+        }
+        drop(a);
+        drop(b);
+        drop(cq_a);
+        drop(cq_b);
         Ok(())
     }
 }

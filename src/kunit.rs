@@ -193,5 +193,6 @@ selftest_suite!(
         overrun_is_fatal,
         resize_under_load,
         callback_on_vector_cpu,
+        kernel_rc_qps,
     ]
 );

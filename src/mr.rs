@@ -83,10 +83,6 @@ impl RroceMr {
         if self.ibmr.pd != pd || self.access & need != need {
             return Err(AccessError::Key);
         }
-        if self.umem.is_null() {
-            // A DMA MR: kernel consumers only, not reachable from user QPs.
-            return Err(AccessError::Key);
-        }
         let end = va.checked_add(len).ok_or(AccessError::Bounds)?;
         let mr_end = self
             .ibmr
@@ -102,6 +98,25 @@ impl RroceMr {
     /// Copies between `buf` and the MR at `va` (checked with [`Self::check`]
     /// by the caller; re-checked against the page list here).
     fn copy(&self, va: u64, buf: *mut u8, len: usize, to_mr: bool) -> Result<(), AccessError> {
+        if self.umem.is_null() {
+            // A DMA MR: `va` is a kernel virtual address (rroce registers
+            // its devices without a DMA device, so the core's DMA mapping
+            // of a kernel buffer is its virtual address). Only kernel
+            // consumers get DMA MRs, on kernel PDs that no user QP shares
+            // (`check` matched the PD); remote access to one exists only
+            // with the unsafe global rkey the consumer asked for.
+            let p = usize::try_from(va).map_err(|_| AccessError::Bounds)? as *mut u8;
+            // SAFETY: the kernel consumer owning the MR vouches for
+            // `[va, va + len)`; `buf` has `len` bytes (caller).
+            unsafe {
+                if to_mr {
+                    core::ptr::copy(buf, p, len);
+                } else {
+                    core::ptr::copy(p, buf, len);
+                }
+            }
+            return Ok(());
+        }
         let start = va.checked_sub(self.ibmr.iova).ok_or(AccessError::Bounds)?;
         let mut pos = usize::try_from(start).map_err(|_| AccessError::Bounds)? + self.page_off;
         let mut done = 0usize;

@@ -13,9 +13,15 @@
 //!
 //! The RC transport (`crate::transport`) runs under the QP lock from the
 //! send-queue doorbell, from received packets and from the QP's timer.
-//! UD QPs exist as objects, but their datagrams are not sent yet; kernel QPs
-//! (and with them `post_recv` and the GSI QP) are refused, so the RDMA core
-//! does not treat rroce as a kernel verbs provider yet.
+//! UD QPs exist as objects, but their datagrams are not sent yet.
+//!
+//! Kernel consumers get RC QPs whose rings live in kernel memory only:
+//! `post_send`/`post_recv` encode each work request into the next ring slot
+//! exactly as librxe would (the kernel is then both producer and
+//! consumer), so the transport copies and validates kernel and user WQEs
+//! through the same path. Their SGEs may use the PD's DMA MR (kernel
+//! virtual addresses). The GSI QP (UD over RoCEv2) is not there yet, so the
+//! MAD layer, and with it the RDMA CM, still cannot use the device.
 //!
 //! Locking: `QpState::inner` (IRQ-safe spinlock) protects the state, the
 //! attributes, the ring indices and the transport; the ring buffers are
@@ -37,11 +43,12 @@ use kernel::{
 };
 
 use crate::{
+    abi::Codec as _,
     ah::{av_from_attr, AddressVector},
     counters::Counter,
     device::{limits, RroceDev},
     engine::{
-        ring::{offset, Consumer, Layout, RingError},
+        ring::{offset, Consumer, Layout, Producer, RingError},
         wire::{self, Direction, Transport},
     },
     net::Skb,
@@ -54,7 +61,8 @@ use crate::{
 ///
 /// # Safety
 ///
-/// `uctx` is the live ucontext of the creating process.
+/// `uctx` is null (a kernel QP) or the live ucontext of the creating
+/// process.
 unsafe fn new_ring(
     max_wr: u32,
     elem: usize,
@@ -100,6 +108,10 @@ pub(crate) struct QpInner {
     /// Consumer side of the send and receive rings.
     pub(crate) sq: Consumer,
     pub(crate) rq: Consumer,
+    /// Producer side of both rings, used by kernel QPs (`post_send` and
+    /// `post_recv` with work requests); a user QP's process produces.
+    sq_prod: Producer,
+    rq_prod: Producer,
     pub(crate) req: Req,
     pub(crate) resp: Resp,
     /// Responses not yet built (see `RespQueue`).
@@ -139,6 +151,12 @@ pub(crate) struct QpState {
     pub(crate) send_cq: *mut sys::ib_cq,
     pub(crate) recv_cq: *mut sys::ib_cq,
     pub(crate) sig_all: bool,
+    /// The core's QP (for kernel completions' `ib_wc::qp`).
+    pub(crate) ibqp: *mut sys::ib_qp,
+    /// A kernel consumer's QP: its rings are not mapped anywhere, work
+    /// requests come through `post_send`/`post_recv`, and its SGEs may use
+    /// the PD's DMA MR.
+    pub(crate) kernel: bool,
     pub(crate) sq_buf: QueueBuf,
     pub(crate) rq_buf: Option<QueueBuf>,
     pub(crate) sq_elem: usize,
@@ -268,19 +286,27 @@ unsafe fn create(
     init: *mut sys::ib_qp_init_attr,
     udata: *mut sys::ib_udata,
 ) -> Result {
-    if udata.is_null() {
-        // Kernel consumers need the transport's post_send/post_recv.
-        return Err(EOPNOTSUPP);
-    }
     // SAFETY: valid per the caller.
-    let (init, inlen, outlen) = unsafe { (&mut *init, (*udata).inlen, (*udata).outlen) };
-    // librxe passes no command data and expects `rroce_create_qp_resp`.
-    if inlen != 0 || outlen < size_of::<crate::abi::CreateQpResp>() {
-        return Err(EINVAL);
-    }
+    let init = unsafe { &mut *init };
+    let kernel = udata.is_null();
+    let uctx = if kernel {
+        // Kernel consumers post work requests; UD datagrams (and with them
+        // the GSI QP) are not sent yet.
+        if init.qp_type != sys::ib_qp_type_IB_QPT_RC {
+            return Err(EOPNOTSUPP);
+        }
+        core::ptr::null_mut()
+    } else {
+        // SAFETY: non-null, valid per the caller.
+        let (inlen, outlen) = unsafe { ((*udata).inlen, (*udata).outlen) };
+        // librxe passes no command data and expects `rroce_create_qp_resp`.
+        if inlen != 0 || outlen < size_of::<crate::abi::CreateQpResp>() {
+            return Err(EINVAL);
+        }
+        // SAFETY: the driver udata of this uverbs call.
+        unsafe { sys::rroce_helper_udata_ucontext(udata) }
+    };
     check_init(init)?;
-    // SAFETY: the driver udata of this uverbs call.
-    let uctx = unsafe { sys::rroce_helper_udata_ucontext(udata) };
     let (sq_elem, max_sge, max_inline) =
         send_geometry(init.cap.max_send_sge, init.cap.max_inline_data);
     // SAFETY: `uctx` is this process's live ucontext.
@@ -330,6 +356,8 @@ unsafe fn create(
                     cap,
                     sq,
                     rq,
+                    sq_prod: Producer::new(sq_layout),
+                    rq_prod: Producer::new(rq_layout),
                     req: Req::default(),
                     resp: Resp::default(),
                     resp_q,
@@ -351,6 +379,8 @@ unsafe fn create(
             send_cq,
             recv_cq,
             sig_all,
+            ibqp,
+            kernel,
             sq_buf,
             rq_buf: Some(rq_buf),
             sq_elem,
@@ -372,13 +402,16 @@ unsafe fn create(
             return Err(e);
         }
     };
-    let mut bytes = resp.to_bytes();
-    // SAFETY: `bytes` is readable; `udata` is valid.
-    let err =
-        unsafe { sys::rroce_helper_copy_to_udata(udata, bytes.as_mut_ptr().cast(), bytes.len()) };
-    if err != 0 {
-        let _ = dev.qp_ids.free(index);
-        return Err(Error::from_errno(err));
+    if !kernel {
+        let mut bytes = resp.to_bytes();
+        // SAFETY: `bytes` is readable; `udata` is valid.
+        let err = unsafe {
+            sys::rroce_helper_copy_to_udata(udata, bytes.as_mut_ptr().cast(), bytes.len())
+        };
+        if err != 0 {
+            let _ = dev.qp_ids.free(index);
+            return Err(Error::from_errno(err));
+        }
     }
     // SAFETY: we never move out of the box (pinned); it is leaked until
     // `destroy_qp`.
@@ -688,13 +721,17 @@ pub(crate) unsafe extern "C" fn post_send(
 ) -> c_int {
     // SAFETY: the core passes a live QP of ours.
     let state = unsafe { RroceQp::state(ibqp) };
-    if !wr.is_null() {
-        // Kernel work requests need kernel QPs, which rroce refuses.
-        if !bad_wr.is_null() {
-            // SAFETY: valid output pointer from the core.
-            unsafe { *bad_wr = wr };
+    if !wr.is_null() || state.kernel {
+        if !state.kernel {
+            // A user QP's work requests are in its mapped ring.
+            if !bad_wr.is_null() {
+                // SAFETY: valid output pointer from the core.
+                unsafe { *bad_wr = wr };
+            }
+            return EINVAL.to_errno();
         }
-        return EOPNOTSUPP.to_errno();
+        // SAFETY: a kernel consumer's list of valid work requests.
+        return unsafe { state.post_send_kernel(wr, bad_wr) };
     }
     let guard = rcu::read_lock();
     let mut inner = state.inner.lock();
@@ -721,6 +758,276 @@ pub(crate) unsafe extern "C" fn post_send(
     drop(inner);
     state.flush_tx();
     0
+}
+
+/// The `post_recv` op: kernel QPs only (a user QP's process writes its
+/// receive ring directly).
+///
+/// # Safety
+///
+/// Called only by the RDMA core through rroce's `ib_device_ops`, with the
+/// arguments that op's contract describes: a live QP of an rroce device, a
+/// list of valid work requests and a valid output pointer.
+pub(crate) unsafe extern "C" fn post_recv(
+    ibqp: *mut sys::ib_qp,
+    wr: *const sys::ib_recv_wr,
+    bad_wr: *mut *const sys::ib_recv_wr,
+) -> c_int {
+    // SAFETY: the core passes a live QP of ours.
+    let state = unsafe { RroceQp::state(ibqp) };
+    let guard = rcu::read_lock();
+    let mut inner = state.inner.lock();
+    let mut next = wr;
+    let mut err = Ok(());
+    if !state.kernel || inner.state == sys::ib_qp_state_IB_QPS_RESET {
+        err = Err(EINVAL);
+    }
+    while err.is_ok() && !next.is_null() {
+        // SAFETY: a kernel consumer's list of valid work requests.
+        let w = unsafe { &*next };
+        err = state.write_recv_wqe(&mut inner, w);
+        if err.is_ok() {
+            next = w.next;
+        }
+    }
+    if inner.state == sys::ib_qp_state_IB_QPS_ERR {
+        // Receives posted to a QP in error complete flushed at once.
+        state.ctx(&mut inner, &guard).flush_rq();
+    }
+    drop(inner);
+    match err {
+        Ok(()) => 0,
+        Err(e) => {
+            if !bad_wr.is_null() {
+                // SAFETY: valid output pointer from the core.
+                unsafe { *bad_wr = next };
+            }
+            e.to_errno()
+        }
+    }
+}
+
+/// The SGEs of a kernel work request.
+///
+/// # Safety
+///
+/// `sg_list` points to `num` valid SGEs (or `num` is 0).
+unsafe fn kernel_sges<'a>(sg_list: *const sys::ib_sge, num: u32) -> &'a [sys::ib_sge] {
+    if num == 0 || sg_list.is_null() {
+        return &[];
+    }
+    // SAFETY: per the caller.
+    unsafe { core::slice::from_raw_parts(sg_list, num as usize) }
+}
+
+impl QpState {
+    /// Posts a kernel consumer's send work requests: each is checked,
+    /// encoded into the next send ring slot as librxe would write it (so
+    /// the transport copies and validates it like any other WQE), then the
+    /// requester runs.
+    ///
+    /// # Safety
+    ///
+    /// `wr` is null or the head of a list of valid work requests, each the
+    /// `wr` member of the structure its opcode implies (`ib_rdma_wr`,
+    /// `ib_atomic_wr`); `bad_wr` is null or valid for writes.
+    unsafe fn post_send_kernel(
+        &self,
+        wr: *const sys::ib_send_wr,
+        bad_wr: *mut *const sys::ib_send_wr,
+    ) -> c_int {
+        let guard = rcu::read_lock();
+        let mut inner = self.inner.lock();
+        let mut next = wr;
+        let mut err = Ok(());
+        if inner.state < sys::ib_qp_state_IB_QPS_RTS && inner.state != sys::ib_qp_state_IB_QPS_ERR {
+            // Posting below RTS is an immediate error; nothing is queued.
+            err = Err(EINVAL);
+        }
+        while err.is_ok() && !next.is_null() {
+            // SAFETY: per the caller.
+            err = unsafe { self.write_send_wqe(&mut inner, next) };
+            if err.is_ok() {
+                // SAFETY: per the caller.
+                next = unsafe { (*next).next };
+            }
+        }
+        // What was queued before a bad request still runs.
+        self.ctx(&mut inner, &guard).run_requester();
+        drop(inner);
+        self.flush_tx();
+        match err {
+            Ok(()) => 0,
+            Err(e) => {
+                if !bad_wr.is_null() {
+                    // SAFETY: valid output pointer per the caller.
+                    unsafe { *bad_wr = next };
+                }
+                e.to_errno()
+            }
+        }
+    }
+
+    /// Encodes one kernel send work request into the send ring.
+    ///
+    /// # Safety
+    ///
+    /// As for [`Self::post_send_kernel`], for the single request `wr`.
+    unsafe fn write_send_wqe(&self, inner: &mut QpInner, wr: *const sys::ib_send_wr) -> Result {
+        use crate::abi::{self as a, WrUnion};
+        // SAFETY: a valid work request per the caller.
+        let w = unsafe { &*wr };
+        let flags = w.send_flags as u32;
+        let num_sge = u32::try_from(w.num_sge).map_err(|_| EINVAL)?;
+        let inline = flags & a::SEND_INLINE != 0;
+        let union = match w.opcode {
+            sys::ib_wr_opcode_IB_WR_SEND
+            | sys::ib_wr_opcode_IB_WR_SEND_WITH_IMM
+            | sys::ib_wr_opcode_IB_WR_SEND_WITH_INV => WrUnion::default(),
+            sys::ib_wr_opcode_IB_WR_RDMA_WRITE
+            | sys::ib_wr_opcode_IB_WR_RDMA_WRITE_WITH_IMM
+            | sys::ib_wr_opcode_IB_WR_RDMA_READ => {
+                // SAFETY: for these opcodes `wr` is the head of an
+                // `ib_rdma_wr` (the caller's contract).
+                let r = unsafe { &*wr.cast::<sys::ib_rdma_wr>() };
+                WrUnion::from_rdma(&a::WrRdma {
+                    remote_addr: r.remote_addr,
+                    rkey: r.rkey,
+                    reserved: 0,
+                })
+            }
+            sys::ib_wr_opcode_IB_WR_ATOMIC_CMP_AND_SWP
+            | sys::ib_wr_opcode_IB_WR_ATOMIC_FETCH_AND_ADD => {
+                // SAFETY: for these opcodes `wr` is the head of an
+                // `ib_atomic_wr`.
+                let r = unsafe { &*wr.cast::<sys::ib_atomic_wr>() };
+                WrUnion::from_atomic(&a::WrAtomic {
+                    remote_addr: r.remote_addr,
+                    compare_add: r.compare_add,
+                    swap: r.swap,
+                    rkey: r.rkey,
+                    reserved: 0,
+                })
+            }
+            _ => return Err(EINVAL),
+        };
+        let is_atomic = matches!(
+            w.opcode,
+            sys::ib_wr_opcode_IB_WR_ATOMIC_CMP_AND_SWP
+                | sys::ib_wr_opcode_IB_WR_ATOMIC_FETCH_AND_ADD
+        );
+        if (inline && (is_atomic || w.opcode == sys::ib_wr_opcode_IB_WR_RDMA_READ))
+            || (!inline && num_sge > self.sq_max_sge)
+        {
+            return Err(EINVAL);
+        }
+        // SAFETY: the request's `num_sge` SGEs (caller).
+        let sges = unsafe { kernel_sges(w.sg_list, num_sge) };
+        let mut total = 0u32;
+        for sge in sges {
+            total = total.checked_add(sge.length).ok_or(EINVAL)?;
+        }
+        if inline && total > self.sq_max_inline {
+            return Err(EINVAL);
+        }
+        let slot = inner.sq_prod.reserve(&self.sq_buf).map_err(|e| match e {
+            RingError::Full => ENOMEM,
+            _ => EINVAL,
+        })?;
+        // SAFETY: a kernel QP's ring is mapped nowhere else and only used
+        // under the QP lock, which we hold; the slot lies in the buffer.
+        let elem =
+            unsafe { core::slice::from_raw_parts_mut(self.sq_buf.at(slot.offset()), slot.len()) };
+        elem.fill(0);
+        let wqe = a::SendWqe {
+            wr: a::SendWr {
+                // SAFETY: both union members are plain 64-bit values.
+                wr_id: unsafe { w.__bindgen_anon_1.wr_id },
+                reserved: 0,
+                opcode: w.opcode,
+                send_flags: flags,
+                // SAFETY: both members are 32-bit plain values; the raw
+                // memory value is what the WQE carries.
+                ex: unsafe { w.ex.invalidate_rkey },
+                wr: union,
+            },
+            dma: a::DmaInfo {
+                length: total,
+                resid: total,
+                num_sge: if inline { 0 } else { num_sge },
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        wqe.encode(elem).ok_or(EINVAL)?;
+        let mut off = a::SEND_WQE_HEADER_SIZE;
+        for sge in sges {
+            if inline {
+                let n = sge.length as usize;
+                let dst = elem.get_mut(off..off + n).ok_or(EINVAL)?;
+                // SAFETY: a kernel consumer's inline SGE names `length`
+                // readable bytes at the kernel virtual address `addr`.
+                let src = unsafe { core::slice::from_raw_parts(sge.addr as usize as *const u8, n) };
+                dst.copy_from_slice(src);
+                off += n;
+            } else {
+                let e = a::Sge {
+                    addr: sge.addr,
+                    length: sge.length,
+                    lkey: sge.lkey,
+                };
+                e.encode(elem.get_mut(off..).ok_or(EINVAL)?).ok_or(EINVAL)?;
+                off += size_of::<a::Sge>();
+            }
+        }
+        inner.sq_prod.commit(slot, &self.sq_buf).map_err(|_| EINVAL)
+    }
+
+    /// Encodes one kernel receive work request into the receive ring.
+    fn write_recv_wqe(&self, inner: &mut QpInner, w: &sys::ib_recv_wr) -> Result {
+        use crate::abi as a;
+        let rq_buf = self.rq_buf.as_ref().ok_or(EINVAL)?;
+        let num_sge = u32::try_from(w.num_sge).map_err(|_| EINVAL)?;
+        if num_sge > self.rq_max_sge {
+            return Err(EINVAL);
+        }
+        // SAFETY: a kernel consumer's request holds `num_sge` valid SGEs.
+        let sges = unsafe { kernel_sges(w.sg_list, num_sge) };
+        let mut total = 0u32;
+        for sge in sges {
+            total = total.checked_add(sge.length).ok_or(EINVAL)?;
+        }
+        let slot = inner.rq_prod.reserve(rq_buf).map_err(|e| match e {
+            RingError::Full => ENOMEM,
+            _ => EINVAL,
+        })?;
+        // SAFETY: as in `write_send_wqe`: a kernel ring, under the lock.
+        let elem = unsafe { core::slice::from_raw_parts_mut(rq_buf.at(slot.offset()), slot.len()) };
+        elem.fill(0);
+        let wqe = a::RecvWqe {
+            // SAFETY: both union members are plain 64-bit values.
+            wr_id: unsafe { w.__bindgen_anon_1.wr_id },
+            dma: a::DmaInfo {
+                length: total,
+                resid: total,
+                num_sge,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        wqe.encode(elem).ok_or(EINVAL)?;
+        let mut off = a::RECV_WQE_HEADER_SIZE;
+        for sge in sges {
+            let e = a::Sge {
+                addr: sge.addr,
+                length: sge.length,
+                lkey: sge.lkey,
+            };
+            e.encode(elem.get_mut(off..).ok_or(EINVAL)?).ok_or(EINVAL)?;
+            off += size_of::<a::Sge>();
+        }
+        inner.rq_prod.commit(slot, rq_buf).map_err(|_| EINVAL)
+    }
 }
 
 impl QpState {

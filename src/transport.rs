@@ -1075,7 +1075,47 @@ impl Ctx<'_> {
         // outlive it.
         let cq = unsafe { RroceCq::state(cq) };
         // An overflow kills the CQ and raises its error event.
-        let _ = cq.post(&cqe.to_bytes(), kind);
+        if cq.is_user() {
+            let _ = cq.post(&cqe.to_bytes(), kind);
+        } else {
+            let wc = self.kernel_wc(cqe);
+            // SAFETY: `wc` is plain data of `size_of::<ib_wc>()` bytes,
+            // zero-initialised before its fields were set.
+            let bytes = unsafe {
+                core::slice::from_raw_parts(
+                    core::ptr::from_ref(&wc).cast::<u8>(),
+                    size_of::<sys::ib_wc>(),
+                )
+            };
+            let _ = cq.post(bytes, kind);
+        }
+    }
+
+    /// A completion as a kernel consumer polls it: `struct ib_wc`, with
+    /// the QP pointer and the kernel's flag encoding.
+    fn kernel_wc(&self, cqe: &abi::Cqe) -> sys::ib_wc {
+        // SAFETY: all-zero is a valid `ib_wc`.
+        let mut wc: sys::ib_wc = unsafe { core::mem::zeroed() };
+        wc.__bindgen_anon_1.wr_id = cqe.wr_id;
+        wc.status = cqe.status;
+        wc.opcode = cqe.opcode;
+        wc.byte_len = cqe.byte_len;
+        wc.qp = self.qp.ibqp;
+        wc.ex.invalidate_rkey = cqe.ex;
+        wc.src_qp = cqe.src_qp;
+        let mut flags = 0;
+        if cqe.wc_flags & abi::WC_WITH_IMM != 0 {
+            flags |= sys::ib_wc_flags_IB_WC_WITH_IMM;
+        }
+        if cqe.wc_flags & abi::WC_WITH_INV != 0 {
+            flags |= sys::ib_wc_flags_IB_WC_WITH_INVALIDATE;
+        }
+        if cqe.wc_flags & abi::WC_GRH != 0 {
+            flags |= sys::ib_wc_flags_IB_WC_GRH;
+        }
+        wc.wc_flags = flags as i32;
+        wc.port_num = u32::from(cqe.port_num);
+        wc
     }
 
     /// Marks WQEs acknowledged up to and including `psn` (SEND/WRITE; a
