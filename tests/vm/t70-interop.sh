@@ -30,7 +30,7 @@ run_pair() {
 	local srv=$!
 	wait_listen "$sns"
 	ip netns exec "$cns" timeout 90 "$prog" -d "$cdev" "$@" "$sip" >/tmp/io.cli 2>&1
-	local rc=$?
+	local rc=$? cli_rc=$?
 	wait $srv || rc=1
 	case $prog in
 	ibv_rc_pingpong) grep -q "bytes in" /tmp/io.cli || rc=1 ;;
@@ -39,6 +39,8 @@ run_pair() {
 	if [ $rc != 0 ]; then
 		grep -iE "fail|error|status|couldn" /tmp/io.srv | sed 's/^/server: /'
 		grep -iE "fail|error|status|couldn" /tmp/io.cli | sed 's/^/client: /'
+		# A client killed by the timeout prints no error: say where it was.
+		echo "client exit $cli_rc, last line: $(tail -n 1 /tmp/io.cli)"
 	fi
 	return $rc
 }
