@@ -961,8 +961,11 @@ impl Ctx<'_> {
         self.inner.req.shrink = WINDOW - (w / 2).max(MIN_WINDOW);
     }
 
-    /// Progress: the window grows back by one packet.
-    fn window_progress(&mut self) {
+    /// Forward progress (`una` moved): the retry budgets start over and
+    /// the window grows back by one packet.
+    fn progress(&mut self) {
+        self.inner.req.retry_left = self.inner.attrs.retry_cnt;
+        self.inner.req.rnr_left = self.inner.attrs.rnr_retry;
         self.inner.req.shrink = self.inner.req.shrink.saturating_sub(1);
     }
 
@@ -1150,9 +1153,7 @@ impl Ctx<'_> {
             && Psn::new(self.inner.req.max_psn).diff(next) >= 0
         {
             self.inner.req.una = next.get();
-            self.inner.req.retry_left = self.inner.attrs.retry_cnt;
-            self.inner.req.rnr_left = self.inner.attrs.rnr_retry;
-            self.window_progress();
+            self.progress();
         }
     }
 
@@ -1352,9 +1353,7 @@ impl Ctx<'_> {
         } else {
             self.set_op(k, op);
             self.inner.req.una = psn.next().get();
-            // Progress: the retry budget starts over.
-            self.inner.req.retry_left = self.inner.attrs.retry_cnt;
-            self.window_progress();
+            self.progress();
         }
     }
 
@@ -1364,9 +1363,7 @@ impl Ctx<'_> {
         if next.diff(Psn::new(self.inner.req.una)) > 0 {
             self.inner.req.una = next.get();
         }
-        self.inner.req.retry_left = self.inner.attrs.retry_cnt;
-        self.inner.req.rnr_left = self.inner.attrs.rnr_retry;
-        self.window_progress();
+        self.progress();
     }
 
     fn on_atomic_ack(&mut self, pkt: &wire::Packet<'_>) {
