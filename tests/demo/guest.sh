@@ -28,14 +28,14 @@ ip netns exec ns0 ./build/samples/rroce_objects -d rroce0 || exit 1
 rc1=0 rc2=0
 DEV0=rroce0 DEV1=rroce1
 say "ib_send_bw: $DEV1 (ns1) -> $DEV0 (ns0)"
-ip netns exec ns0 ib_send_bw -d "$DEV0" -n 2000 -s 65536 >/tmp/srv.out 2>&1 &
+ip netns exec ns0 ib_send_bw -F -d "$DEV0" -n 2000 -s 65536 >/tmp/srv.out 2>&1 &
 sleep 2
-ip netns exec ns1 ib_send_bw -d "$DEV1" -n 2000 -s 65536 192.0.2.1 || rc1=$?
+ip netns exec ns1 ib_send_bw -F -d "$DEV1" -n 2000 -s 65536 192.0.2.1 || rc1=$?
 wait
 say "ib_write_lat: $DEV1 (ns1) -> $DEV0 (ns0)"
-ip netns exec ns0 ib_write_lat -d "$DEV0" -n 1000 >/tmp/srv.out 2>&1 &
+ip netns exec ns0 ib_write_lat -F -d "$DEV0" -n 1000 >/tmp/srv.out 2>&1 &
 sleep 2
-ip netns exec ns1 ib_write_lat -d "$DEV1" -n 1000 192.0.2.1 || rc2=$?
+ip netns exec ns1 ib_write_lat -F -d "$DEV1" -n 1000 192.0.2.1 || rc2=$?
 wait
 say "cleanup"
 ip netns exec ns0 rdma link del "$DEV0"; ip netns exec ns1 rdma link del "$DEV1"
