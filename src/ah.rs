@@ -10,7 +10,7 @@
 //! context (kernel AHs without `RDMA_CREATE_AH_SLEEPABLE`), so it neither
 //! sleeps nor allocates.
 
-use kernel::{ffi::c_int, prelude::*};
+use kernel::{ffi::c_int, prelude::*, sync::rcu};
 
 use crate::{device::RroceDev, rdma::sys};
 
@@ -60,6 +60,24 @@ pub(crate) struct RroceAh {
     ibah: sys::ib_ah,
     num: u32,
     av: core::mem::MaybeUninit<AddressVector>,
+}
+
+impl RroceAh {
+    /// The address vector of the user AH numbered `num` on `pd` (UD
+    /// sends), copied out while `guard` is held.
+    pub(crate) fn user_av(
+        dev: &RroceDev,
+        num: u32,
+        pd: *mut sys::ib_pd,
+        guard: &rcu::Guard,
+    ) -> Option<AddressVector> {
+        let ah = dev.ahs.get(num as usize, guard)?;
+        if ah.ibah.pd != pd || ah.num != num {
+            return None;
+        }
+        // SAFETY: `av` is written before the AH is published in the table.
+        Some(unsafe { ah.av.assume_init_read() })
+    }
 }
 
 /// Copies and validates the core's attributes: RoCE needs a GRH with a
@@ -142,6 +160,8 @@ unsafe fn create(
     ah.av.write(av);
     ah.num = num;
     if !udata.is_null() {
+        // UD sends of this process name the AH by number.
+        let _ = dev.ahs.set(num as usize, core::ptr::from_ref(ah));
         // SAFETY: checked for null.
         let outlen = unsafe { (*udata).outlen };
         if outlen >= 8 {
@@ -153,6 +173,11 @@ unsafe fn create(
                 unsafe { sys::rroce_helper_copy_to_udata(udata, resp.as_mut_ptr().cast(), 8) };
             if err != 0 {
                 // The core will not call destroy_ah for a failed create.
+                // Nothing read the entry yet: the number was never given
+                // out, and a grace period passes before it is reused.
+                dev.ahs.clear(num as usize);
+                // SAFETY: process context (a uverbs call).
+                unsafe { sys::rroce_helper_synchronize_rcu() };
                 let _ = dev.ah_ids.free(num);
                 ah.num = 0;
                 return Err(Error::from_errno(err));
@@ -170,7 +195,7 @@ unsafe fn create(
 /// arguments that op's contract describes: live objects of an rroce device,
 /// valid attribute and output pointers, and a udata that is null for kernel
 /// callers.
-pub(crate) unsafe extern "C" fn destroy_ah(ibah: *mut sys::ib_ah, _flags: u32) -> c_int {
+pub(crate) unsafe extern "C" fn destroy_ah(ibah: *mut sys::ib_ah, flags: u32) -> c_int {
     // SAFETY: the core passes one of our AHs, created successfully.
     let (dev, ah) = unsafe {
         (
@@ -178,6 +203,19 @@ pub(crate) unsafe extern "C" fn destroy_ah(ibah: *mut sys::ib_ah, _flags: u32) -
             &mut *ibah.cast::<RroceAh>(),
         )
     };
+    if dev.ahs.get(ah.num as usize, &rcu::read_lock()).is_some() {
+        // A user AH: UD sends may be reading it inside an RCU section; the
+        // core frees it when we return. uverbs destroys sleepably.
+        dev.ahs.clear(ah.num as usize);
+        if flags & sys::rdma_destroy_ah_flags_RDMA_DESTROY_AH_SLEEPABLE != 0 {
+            // SAFETY: the caller may sleep.
+            unsafe { sys::rroce_helper_synchronize_rcu() };
+        } else {
+            // Not reachable from uverbs; refuse rather than free under a
+            // reader.
+            pr_warn!("user AH {} destroyed from atomic context\n", ah.num);
+        }
+    }
     if dev.ah_ids.free(ah.num).is_err() {
         pr_warn!("destroying AH {} that was not allocated\n", ah.num);
     }

@@ -35,10 +35,14 @@ pub(crate) enum Counter {
     NoQp,
     /// Packets not sent for lack of a route.
     NoRoute,
+    /// Datagrams dropped for a Q_Key other than the UD QP's.
+    QkeyViolation,
+    /// Datagrams dropped because the UD QP had no receive posted.
+    UdNoRecv,
 }
 
 /// Number of counters.
-pub(crate) const COUNT: usize = 11;
+pub(crate) const COUNT: usize = 13;
 
 /// The names `rdma statistic` shows, in [`Counter`] order (NUL-terminated).
 const NAMES: [&[u8]; COUNT] = [
@@ -53,6 +57,8 @@ const NAMES: [&[u8]; COUNT] = [
     b"rcvd_malformed\0",
     b"rcvd_no_qp\0",
     b"send_no_route\0",
+    b"rcvd_bad_qkey\0",
+    b"rcvd_ud_no_recv\0",
 ];
 
 /// The counters of one device; all zero is a valid initial value (the

@@ -108,6 +108,8 @@ pub(crate) struct RroceDev {
     pub(crate) mrs: RcuTable<crate::mr::RroceMr>,
     /// QPs by number, for the transport.
     pub(crate) qps: RcuTable<crate::qp::QpState>,
+    /// User AHs by number, for UD sends (`wr.ud.ah_num`).
+    pub(crate) ahs: RcuTable<crate::ah::RroceAh>,
     /// The bound netdev while it is registered (cleared, for RCU readers,
     /// when it unregisters); the registry holds the reference.
     ndev: AtomicPtr<sys::net_device>,
@@ -490,21 +492,27 @@ pub(crate) unsafe fn add_device(
 
     // Object tables and the namespace's UDP sockets, released in
     // `dealloc_driver` (or below on failure).
-    let tables = RcuTable::new(limits::MAX_MR as usize + 1)
-        .and_then(|m| Ok((m, RcuTable::new(limits::MAX_QP as usize + FIRST_QPN_SLOTS)?)));
+    let tables = RcuTable::new(limits::MAX_MR as usize + 1).and_then(|m| {
+        Ok((
+            m,
+            RcuTable::new(limits::MAX_QP as usize + FIRST_QPN_SLOTS)?,
+            RcuTable::new(limits::MAX_AH as usize + 1)?,
+        ))
+    });
     // SAFETY: `ndev` is valid per the caller.
     let socks = tables
         .as_ref()
         .map_err(|e| *e)
         .and_then(|_| unsafe { crate::net::get(ndev) });
     match (tables, socks) {
-        (Ok((mrs, qps)), Ok(())) => {
+        (Ok((mrs, qps, ahs)), Ok(())) => {
             let rdev = ibdev.cast::<RroceDev>();
             // SAFETY: not yet visible to anyone; the fields hold zeroed
             // (empty) tables, which need no drop.
             unsafe {
                 core::ptr::addr_of_mut!((*rdev).mrs).write(mrs);
                 core::ptr::addr_of_mut!((*rdev).qps).write(qps);
+                core::ptr::addr_of_mut!((*rdev).ahs).write(ahs);
                 (*rdev).net = crate::net::net_of(ndev);
             }
         }
@@ -579,6 +587,7 @@ unsafe extern "C" fn dealloc_driver(ibdev: *mut sys::ib_device) {
         }
         core::ptr::drop_in_place(core::ptr::addr_of_mut!((*rdev).mrs));
         core::ptr::drop_in_place(core::ptr::addr_of_mut!((*rdev).qps));
+        core::ptr::drop_in_place(core::ptr::addr_of_mut!((*rdev).ahs));
     }
 }
 

@@ -168,7 +168,7 @@ fn receive(skb: Skb) {
     // SAFETY: the linear packet from the network header to the tail,
     // owned with the skb, which outlives this borrow.
     let pkt = unsafe { core::slice::from_raw_parts(l3, l3_len as usize) };
-    let Some((ip_len, src, dst)) = ip_info(pkt) else {
+    let Some((ip_len, _src, dst)) = ip_info(pkt) else {
         return;
     };
     // A packet to a local address arrives on `lo`: find the device by the
@@ -185,7 +185,7 @@ fn receive(skb: Skb) {
     let dev = unsafe { RroceDev::from_ib(ibdev) };
     dev.counters.inc(Counter::RcvdPkts);
     match roce_payload(pkt, ip_len) {
-        Ok((roce, sport)) => crate::qp::receive(dev, roce, &src, sport),
+        Ok((roce, _sport)) => crate::qp::receive(dev, roce, &pkt[..ip_len]),
         Err(c) => dev.counters.inc(c),
     }
     // SAFETY: drops the reference `device_of_*` took.

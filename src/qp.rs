@@ -13,7 +13,8 @@
 //!
 //! The RC transport (`crate::transport`) runs under the QP lock from the
 //! send-queue doorbell, from received packets and from the QP's timer.
-//! UD QPs exist as objects, but their datagrams are not sent yet.
+//! A UD QP's doorbell sends each WQE as one datagram; received datagrams
+//! fill its receive WQEs (see the UD part of `crate::transport`).
 //!
 //! Kernel consumers get RC QPs whose rings live in kernel memory only:
 //! `post_send`/`post_recv` encode each work request into the next ring slot
@@ -601,23 +602,21 @@ unsafe fn modify(ibqp: *mut sys::ib_qp, attr: &sys::ib_qp_attr, mask: u32) -> Re
         }
         // SAFETY: the device outlives its QPs (type invariant).
         let dev_mtu = unsafe { &*state.dev }.active_mtu();
-        inner.mtu = transport::mtu_bytes(
-            inner
-                .attrs
-                .path_mtu
-                .min(dev_mtu)
-                .max(sys::ib_mtu_IB_MTU_256),
-        );
+        // A UD QP has no path MTU: its datagrams may fill the port's.
+        let path_mtu = if state.qp_type == sys::ib_qp_type_IB_QPT_UD {
+            dev_mtu
+        } else {
+            inner.attrs.path_mtu
+        };
+        inner.mtu = transport::mtu_bytes(path_mtu.min(dev_mtu).max(sys::ib_mtu_IB_MTU_256));
         let h = (state.qpn ^ inner.attrs.dest_qpn).wrapping_mul(0x9e37_79b9);
         inner.sport = 0xc000 | ((h >> 16) as u16 & 0x3fff);
     }
     inner.state = new;
-    if state.qp_type == sys::ib_qp_type_IB_QPT_RC {
-        let guard = rcu::read_lock();
-        state.ctx(&mut inner, &guard).on_state_change(old, new);
-        drop(inner);
-        state.flush_tx();
-    }
+    let guard = rcu::read_lock();
+    state.ctx(&mut inner, &guard).on_state_change(old, new);
+    drop(inner);
+    state.flush_tx();
     Ok(())
 }
 
@@ -746,13 +745,12 @@ pub(crate) unsafe extern "C" fn post_send(
         }
         return EINVAL.to_errno();
     }
-    if state.qp_type != sys::ib_qp_type_IB_QPT_RC {
-        // Validate what the process published even so.
-        let mut sq = inner.sq;
-        if let Err(RingError::Overflow | RingError::IndexOutOfRange) = sq.available(&state.sq_buf) {
-            return EINVAL.to_errno();
-        }
-        return EOPNOTSUPP.to_errno();
+    if state.qp_type == sys::ib_qp_type_IB_QPT_UD {
+        let mut out = KVec::new();
+        state.ctx(&mut inner, &guard).run_ud_sender(&mut out);
+        drop(inner);
+        state.send_datagrams(out);
+        return 0;
     }
     state.ctx(&mut inner, &guard).run_requester();
     drop(inner);
@@ -1047,6 +1045,20 @@ impl QpState {
 
     /// Sends the queued packets, in order: one context at a time drains
     /// the queue, others leave their packets to it.
+    /// Sends UD datagrams built under the lock (`run_ud_sender`), each to
+    /// its own address vector.
+    fn send_datagrams(&self, out: KVec<transport::Datagram>) {
+        // SAFETY: the device outlives its QPs (type invariant).
+        let counters = unsafe { &(*self.dev).counters };
+        let sport = {
+            let h = self.qpn.wrapping_mul(0x9e37_79b9);
+            0xc000 | ((h >> 16) as u16 & 0x3fff)
+        };
+        for (skb, av) in out {
+            let _ = skb.send(&av, sport, counters);
+        }
+    }
+
     pub(crate) fn flush_tx(&self) {
         // With bottom halves off, a veth peer only queues what we send (up
         // to netdev_max_backlog) and a burst (a large READ's responses)
@@ -1184,24 +1196,27 @@ unsafe extern "C" fn timer_fn(ctx: *mut c_void) {
 
 /// A RoCEv2 packet (BTH through ICRC, ICRC already checked) received by
 /// `dev` from `src` (softirq context).
-pub(crate) fn receive(dev: &RroceDev, roce: &[u8], src: &[u8; 16], sport: u16) {
-    let _ = (src, sport);
+pub(crate) fn receive(dev: &RroceDev, roce: &[u8], l3: &[u8]) {
     let Ok(pkt) = wire::parse(roce, None) else {
         dev.counters.inc(Counter::Malformed);
         return;
     };
     let info = pkt.info();
-    if info.transport != Transport::Rc {
-        // UD and the GSI QP come with kernel QPs; UC is not offered.
-        dev.counters.inc(Counter::NoQp);
-        return;
-    }
+    let want = match info.transport {
+        Transport::Rc => sys::ib_qp_type_IB_QPT_RC,
+        Transport::Ud => sys::ib_qp_type_IB_QPT_UD,
+        _ => {
+            // UC and XRC are not offered.
+            dev.counters.inc(Counter::NoQp);
+            return;
+        }
+    };
     let guard = rcu::read_lock();
     let qpn = pkt.bth().dest_qpn;
     let Some(state) = dev
         .qps
         .get(qpn as usize, &guard)
-        .filter(|s| s.qp_type == sys::ib_qp_type_IB_QPT_RC)
+        .filter(|s| s.qp_type == want)
     else {
         dev.counters.inc(Counter::NoQp);
         return;
@@ -1209,10 +1224,12 @@ pub(crate) fn receive(dev: &RroceDev, roce: &[u8], src: &[u8; 16], sport: u16) {
     let mut inner = state.inner.lock();
     if !inner.dead {
         let mut ctx = state.ctx(&mut inner, &guard);
-        match info.direction {
-            Direction::Request => ctx.on_request(&pkt, 0),
-            Direction::Response => ctx.on_response(&pkt),
-            Direction::Notification => {}
+        match (want, info.direction) {
+            (sys::ib_qp_type_IB_QPT_UD, Direction::Request) => ctx.on_datagram(&pkt, l3),
+            (sys::ib_qp_type_IB_QPT_UD, _) => {}
+            (_, Direction::Request) => ctx.on_request(&pkt, 0),
+            (_, Direction::Response) => ctx.on_response(&pkt),
+            (_, Direction::Notification) => {}
         }
     }
     drop(inner);

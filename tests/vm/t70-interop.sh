@@ -2,10 +2,11 @@
 # SPDX-License-Identifier: GPL-2.0
 # Interop with the in-tree rdma_rxe on the wire: rroce in ns0, rdma_rxe in
 # ns1, joined by a veth pair. Both directions (rroce as server and as
-# client): ibv_rc_pingpong with validation, perftest, samples/rroce_rc with
-# one QP on each driver; again under 3% loss. The traffic is captured on the
-# veth and checked: Wireshark's InfiniBand dissector finds no malformed
-# packet, and every ICRC and opcode is valid (scripts/pcap-check.py).
+# client): ibv_rc_pingpong and ibv_ud_pingpong with validation, perftest,
+# samples/rroce_rc with one QP on each driver; again under 3% loss. The
+# traffic is captured on the veth and checked: Wireshark's InfiniBand
+# dissector finds no malformed packet, and every ICRC and opcode is valid
+# (scripts/pcap-check.py).
 . tests/vm/lib.sh
 . tests/demo/netns.sh
 
@@ -35,7 +36,7 @@ run_pair() {
 	local rc=$? cli_rc=$?
 	wait $srv || rc=1
 	case $prog in
-	ibv_rc_pingpong) grep -q "bytes in" /tmp/io.cli || rc=1 ;;
+	ibv_*_pingpong) grep -q "bytes in" /tmp/io.cli || rc=1 ;;
 	*) awk '/^ *[0-9]+ +[0-9]+ +[0-9.]+/ { f = 1 } END { exit !f }' /tmp/io.cli || rc=1 ;;
 	esac
 	if [ $rc != 0 ]; then
@@ -56,6 +57,7 @@ check interop.sample_rroce_requester timeout 120 ./build/samples/rroce_rc -a rro
 check interop.sample_rxe_requester timeout 120 ./build/samples/rroce_rc -a rxe1 -b rroce0 -g 1 -q
 both pingpong ibv_rc_pingpong -g 1 -s 10000 -n 50 -c
 both pingpong_ipv6 ibv_rc_pingpong -g 2 -s 3000 -n 50 -c
+both ud_pingpong ibv_ud_pingpong -g 1 -s 1000 -n 100 -c
 both send_bw ib_send_bw -n 300 -s 65536
 both write_bw ib_write_bw -n 300 -s 65536
 both read_bw ib_read_bw -n 300 -s 65536
