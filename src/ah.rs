@@ -78,6 +78,24 @@ impl RroceAh {
         // SAFETY: `av` is written before the AH is published in the table.
         Some(unsafe { ah.av.assume_init_read() })
     }
+
+    /// The address vector of a kernel consumer's AH, if it is on `pd`.
+    ///
+    /// # Safety
+    ///
+    /// `ibah` is a live AH of an rroce device.
+    pub(crate) unsafe fn kernel_av(
+        ibah: *mut sys::ib_ah,
+        pd: *mut sys::ib_pd,
+    ) -> Option<AddressVector> {
+        // SAFETY: per the caller: a created rroce AH, `av` written.
+        let ah = unsafe { &*ibah.cast::<RroceAh>() };
+        if ah.ibah.pd != pd {
+            return None;
+        }
+        // SAFETY: as above.
+        Some(unsafe { ah.av.assume_init_read() })
+    }
 }
 
 /// Copies and validates the core's attributes: RoCE needs a GRH with a

@@ -110,6 +110,8 @@ pub(crate) struct RroceDev {
     pub(crate) qps: RcuTable<crate::qp::QpState>,
     /// User AHs by number, for UD sends (`wr.ud.ah_num`).
     pub(crate) ahs: RcuTable<crate::ah::RroceAh>,
+    /// The GSI QP (number 1) exists; zeroed (false) at allocation.
+    pub(crate) gsi_taken: core::sync::atomic::AtomicBool,
     /// The bound netdev while it is registered (cleared, for RCU readers,
     /// when it unregisters); the registry holds the reference.
     ndev: AtomicPtr<sys::net_device>,

@@ -16,13 +16,13 @@
 //! A UD QP's doorbell sends each WQE as one datagram; received datagrams
 //! fill its receive WQEs (see the UD part of `crate::transport`).
 //!
-//! Kernel consumers get RC QPs whose rings live in kernel memory only:
-//! `post_send`/`post_recv` encode each work request into the next ring slot
-//! exactly as librxe would (the kernel is then both producer and
-//! consumer), so the transport copies and validates kernel and user WQEs
-//! through the same path. Their SGEs may use the PD's DMA MR (kernel
-//! virtual addresses). The GSI QP (UD over RoCEv2) is not there yet, so the
-//! MAD layer, and with it the RDMA CM, still cannot use the device.
+//! Kernel consumers get RC, UD and GSI QPs whose rings live in kernel
+//! memory only: `post_send`/`post_recv` encode each work request into the
+//! next ring slot exactly as librxe would (the kernel is then both producer
+//! and consumer), so the transport copies and validates kernel and user
+//! WQEs through the same path. Their SGEs may use the PD's DMA MR (kernel
+//! virtual addresses). The GSI QP is QP 1, one per device, created by the
+//! MAD layer; the RDMA CM exchanges its MADs over it.
 //!
 //! Locking: `QpState::inner` (IRQ-safe spinlock) protects the state, the
 //! attributes, the ring indices and the transport; the ring buffers are
@@ -125,6 +125,9 @@ pub(crate) struct QpInner {
     pub(crate) rq_shadow: KVVec<u8>,
     /// Packets to send once the lock is dropped.
     pub(crate) tx: KVec<Skb>,
+    /// Datagrams (each with its own address) left to the work item by a
+    /// poster that had interrupts off.
+    ud_tx: KVec<transport::Datagram>,
     /// Path MTU in bytes (RTR onwards).
     pub(crate) mtu: u32,
     /// UDP source port (from the QP numbers, for ECMP entropy).
@@ -217,7 +220,7 @@ fn check_qp_access(access: u32) -> Result {
 /// Checks the create attributes (the caps are rroce's limits).
 fn check_init(init: &sys::ib_qp_init_attr) -> Result {
     match init.qp_type {
-        sys::ib_qp_type_IB_QPT_RC | sys::ib_qp_type_IB_QPT_UD => {}
+        sys::ib_qp_type_IB_QPT_RC | sys::ib_qp_type_IB_QPT_UD | sys::ib_qp_type_IB_QPT_GSI => {}
         _ => return Err(EOPNOTSUPP),
     }
     if init.create_flags != 0 || !init.srq.is_null() || !init.xrcd.is_null() {
@@ -291,13 +294,12 @@ unsafe fn create(
     let init = unsafe { &mut *init };
     let kernel = udata.is_null();
     let uctx = if kernel {
-        // Kernel consumers post work requests; UD datagrams (and with them
-        // the GSI QP) are not sent yet.
-        if init.qp_type != sys::ib_qp_type_IB_QPT_RC {
-            return Err(EOPNOTSUPP);
-        }
         core::ptr::null_mut()
     } else {
+        // The GSI QP belongs to the kernel's MAD layer.
+        if init.qp_type == sys::ib_qp_type_IB_QPT_GSI {
+            return Err(EINVAL);
+        }
         // SAFETY: non-null, valid per the caller.
         let (inlen, outlen) = unsafe { ((*udata).inlen, (*udata).outlen) };
         // librxe passes no command data and expects `rroce_create_qp_resp`.
@@ -331,8 +333,23 @@ unsafe fn create(
 
     // SAFETY: `ibqp` belongs to one of our devices.
     let dev = unsafe { RroceDev::from_ib((*ibqp).device) };
-    let index = dev.qp_ids.alloc().map_err(|_| ENOMEM)?;
-    let qpn = index + FIRST_QPN;
+    let gsi = init.qp_type == sys::ib_qp_type_IB_QPT_GSI;
+    let qpn = if gsi {
+        // QP1, one per device (its one port).
+        if dev.gsi_taken.swap(true, Ordering::AcqRel) {
+            return Err(EBUSY);
+        }
+        1
+    } else {
+        dev.qp_ids.alloc().map_err(|_| ENOMEM)? + FIRST_QPN
+    };
+    let release = |dev: &RroceDev| {
+        if gsi {
+            dev.gsi_taken.store(false, Ordering::Release);
+        } else {
+            let _ = dev.qp_ids.free(qpn - FIRST_QPN);
+        }
+    };
     let cap = sys::ib_qp_cap {
         max_send_wr: sq_layout.capacity(),
         max_recv_wr: rq_layout.capacity(),
@@ -366,6 +383,7 @@ unsafe fn create(
                     sq_shadow,
                     rq_shadow,
                     tx: KVec::new(),
+                    ud_tx: KVec::new(),
                     mtu: 256,
                     sport: 0,
                     dead: false,
@@ -399,7 +417,7 @@ unsafe fn create(
     ) {
         Ok(s) => s,
         Err(e) => {
-            let _ = dev.qp_ids.free(index);
+            release(dev);
             return Err(e);
         }
     };
@@ -410,7 +428,7 @@ unsafe fn create(
             sys::rroce_helper_copy_to_udata(udata, bytes.as_mut_ptr().cast(), bytes.len())
         };
         if err != 0 {
-            let _ = dev.qp_ids.free(index);
+            release(dev);
             return Err(Error::from_errno(err));
         }
     }
@@ -423,7 +441,7 @@ unsafe fn create(
     if timer.is_null() {
         // SAFETY: not published anywhere yet.
         drop(unsafe { KBox::from_raw(raw) });
-        let _ = dev.qp_ids.free(index);
+        release(dev);
         return Err(ENOMEM);
     }
     // SAFETY: not shared yet; the state is pinned, so the work item keeps
@@ -603,7 +621,7 @@ unsafe fn modify(ibqp: *mut sys::ib_qp, attr: &sys::ib_qp_attr, mask: u32) -> Re
         // SAFETY: the device outlives its QPs (type invariant).
         let dev_mtu = unsafe { &*state.dev }.active_mtu();
         // A UD QP has no path MTU: its datagrams may fill the port's.
-        let path_mtu = if state.qp_type == sys::ib_qp_type_IB_QPT_UD {
+        let path_mtu = if state.is_ud() {
             dev_mtu
         } else {
             inner.attrs.path_mtu
@@ -693,7 +711,9 @@ pub(crate) unsafe extern "C" fn destroy_qp(
             sys::rroce_helper_timer_free(st.timer);
             sys::rroce_helper_cancel_work_sync(st.tx_work.get());
         }
-        if dev.qp_ids.free(qp.ibqp.qp_num - FIRST_QPN).is_err() {
+        if qp.ibqp.qp_num == 1 {
+            dev.gsi_taken.store(false, Ordering::Release);
+        } else if dev.qp_ids.free(qp.ibqp.qp_num - FIRST_QPN).is_err() {
             pr_warn!("QP {} was not allocated\n", qp.ibqp.qp_num);
         }
         // SAFETY: leaked in `create` (type invariant); reclaimed once, after
@@ -745,7 +765,7 @@ pub(crate) unsafe extern "C" fn post_send(
         }
         return EINVAL.to_errno();
     }
-    if state.qp_type == sys::ib_qp_type_IB_QPT_UD {
+    if state.is_ud() {
         let mut out = KVec::new();
         state.ctx(&mut inner, &guard).run_ud_sender(&mut out);
         drop(inner);
@@ -819,6 +839,11 @@ unsafe fn kernel_sges<'a>(sg_list: *const sys::ib_sge, num: u32) -> &'a [sys::ib
 }
 
 impl QpState {
+    /// A datagram QP: UD, or the GSI QP (UD to the MAD layer's peers).
+    pub(crate) fn is_ud(&self) -> bool {
+        self.qp_type == sys::ib_qp_type_IB_QPT_UD || self.qp_type == sys::ib_qp_type_IB_QPT_GSI
+    }
+
     /// Posts a kernel consumer's send work requests: each is checked,
     /// encoded into the next send ring slot as librxe would write it (so
     /// the transport copies and validates it like any other WQE), then the
@@ -851,9 +876,16 @@ impl QpState {
             }
         }
         // What was queued before a bad request still runs.
-        self.ctx(&mut inner, &guard).run_requester();
-        drop(inner);
-        self.flush_tx();
+        if self.is_ud() {
+            let mut out = KVec::new();
+            self.ctx(&mut inner, &guard).run_ud_sender(&mut out);
+            drop(inner);
+            self.send_datagrams(out);
+        } else {
+            self.ctx(&mut inner, &guard).run_requester();
+            drop(inner);
+            self.flush_tx();
+        }
         match err {
             Ok(()) => 0,
             Err(e) => {
@@ -879,6 +911,27 @@ impl QpState {
         let num_sge = u32::try_from(w.num_sge).map_err(|_| EINVAL)?;
         let inline = flags & a::SEND_INLINE != 0;
         let union = match w.opcode {
+            sys::ib_wr_opcode_IB_WR_SEND | sys::ib_wr_opcode_IB_WR_SEND_WITH_IMM
+                if self.is_ud() =>
+            {
+                // SAFETY: on a UD or GSI QP a SEND is the head of an
+                // `ib_ud_wr` (the caller's contract).
+                let u = unsafe { &*wr.cast::<sys::ib_ud_wr>() };
+                if u.ah.is_null() {
+                    return Err(EINVAL);
+                }
+                // The AH itself rides in the WQE: this ring is kernel
+                // memory, and the datagram is built before `post_send`
+                // returns, while the consumer holds the AH.
+                let p = u.ah as usize as u64;
+                WrUnion::from_ud(&a::WrUd {
+                    remote_qpn: u.remote_qpn,
+                    remote_qkey: u.remote_qkey,
+                    pad: [p as u32, (p >> 32) as u32, 0, 0],
+                    ..Default::default()
+                })
+            }
+            _ if self.is_ud() => return Err(EINVAL),
             sys::ib_wr_opcode_IB_WR_SEND
             | sys::ib_wr_opcode_IB_WR_SEND_WITH_IMM
             | sys::ib_wr_opcode_IB_WR_SEND_WITH_INV => WrUnion::default(),
@@ -1048,6 +1101,23 @@ impl QpState {
     /// Sends UD datagrams built under the lock (`run_ud_sender`), each to
     /// its own address vector.
     fn send_datagrams(&self, out: KVec<transport::Datagram>) {
+        if out.is_empty() {
+            return;
+        }
+        // SAFETY: plain query of the current context.
+        if unsafe { sys::rroce_helper_irqs_off() } {
+            // The IP stack may not run here: the work item sends them.
+            let mut inner = self.inner.lock();
+            for d in out {
+                // Without memory a datagram is lost, as on the wire.
+                let _ = inner.ud_tx.push(d, GFP_ATOMIC);
+            }
+            drop(inner);
+            // SAFETY: initialized at create; cancelled before the state is
+            // freed.
+            unsafe { sys::rroce_helper_queue_work(self.tx_work.get()) };
+            return;
+        }
         // SAFETY: the device outlives its QPs (type invariant).
         let counters = unsafe { &(*self.dev).counters };
         let sport = {
@@ -1065,7 +1135,11 @@ impl QpState {
         // would be dropped: send a budget, leave the rest to the work item,
         // which sends with bottom halves on so the receiver keeps up.
         // SAFETY: plain query of the current context.
-        let mut budget = if unsafe { sys::rroce_helper_in_atomic_bh() } {
+        let mut budget = if unsafe { sys::rroce_helper_irqs_off() } {
+            // Nothing may be sent with interrupts off: all to the work item.
+            0
+        // SAFETY: as above.
+        } else if unsafe { sys::rroce_helper_in_atomic_bh() } {
             TX_BUDGET_ATOMIC
         } else {
             usize::MAX
@@ -1158,15 +1232,18 @@ unsafe extern "C" fn tx_work_fn(work: *mut sys::work_struct) {
             if ndev.is_null() || inner.dead {
                 // The netdev or the QP is going away: nothing more is sent.
                 drop(core::mem::take(&mut inner.tx));
+                drop(core::mem::take(&mut inner.ud_tx));
                 return;
             }
             state
                 .ctx(&mut inner, &guard)
                 .pump_responses(WORK_RESP_BURST);
         }
+        let datagrams = core::mem::take(&mut state.inner.lock().ud_tx);
+        state.send_datagrams(datagrams);
         state.flush_tx();
         let inner = state.inner.lock();
-        if inner.resp_q.is_empty() && inner.tx.is_empty() {
+        if inner.resp_q.is_empty() && inner.tx.is_empty() && inner.ud_tx.is_empty() {
             return;
         }
     }
@@ -1202,9 +1279,9 @@ pub(crate) fn receive(dev: &RroceDev, roce: &[u8], l3: &[u8]) {
         return;
     };
     let info = pkt.info();
-    let want = match info.transport {
-        Transport::Rc => sys::ib_qp_type_IB_QPT_RC,
-        Transport::Ud => sys::ib_qp_type_IB_QPT_UD,
+    let ud = match info.transport {
+        Transport::Rc => false,
+        Transport::Ud => true,
         _ => {
             // UC and XRC are not offered.
             dev.counters.inc(Counter::NoQp);
@@ -1216,7 +1293,7 @@ pub(crate) fn receive(dev: &RroceDev, roce: &[u8], l3: &[u8]) {
     let Some(state) = dev
         .qps
         .get(qpn as usize, &guard)
-        .filter(|s| s.qp_type == want)
+        .filter(|s| s.is_ud() == ud)
     else {
         dev.counters.inc(Counter::NoQp);
         return;
@@ -1224,12 +1301,12 @@ pub(crate) fn receive(dev: &RroceDev, roce: &[u8], l3: &[u8]) {
     let mut inner = state.inner.lock();
     if !inner.dead {
         let mut ctx = state.ctx(&mut inner, &guard);
-        match (want, info.direction) {
-            (sys::ib_qp_type_IB_QPT_UD, Direction::Request) => ctx.on_datagram(&pkt, l3),
-            (sys::ib_qp_type_IB_QPT_UD, _) => {}
-            (_, Direction::Request) => ctx.on_request(&pkt, 0),
-            (_, Direction::Response) => ctx.on_response(&pkt),
-            (_, Direction::Notification) => {}
+        match (ud, info.direction) {
+            (true, Direction::Request) => ctx.on_datagram(&pkt, l3),
+            (true, _) => {}
+            (false, Direction::Request) => ctx.on_request(&pkt, 0),
+            (false, Direction::Response) => ctx.on_response(&pkt),
+            (false, Direction::Notification) => {}
         }
     }
     drop(inner);

@@ -199,6 +199,9 @@ pub(crate) struct Resp {
     write: WriteCtx,
     /// Results of recent atomics by PSN, for replays.
     atomics: [(u32, u64, bool); 8],
+    /// The network type of the datagram being completed (an
+    /// `enum rdma_network_type`), for a kernel completion.
+    ud_net: u8,
     atomic_next: usize,
 }
 
@@ -1118,6 +1121,11 @@ impl Ctx<'_> {
         }
         wc.wc_flags = flags as i32;
         wc.port_num = u32::from(cqe.port_num);
+        if cqe.wc_flags & abi::WC_GRH != 0 {
+            // A datagram: the MAD layer and the CM read the GRH area by it.
+            wc.network_hdr_type = self.inner.resp.ud_net;
+            wc.wc_flags |= sys::ib_wc_flags_IB_WC_WITH_NETWORK_HDR_TYPE as i32;
+        }
         wc
     }
 
@@ -2054,8 +2062,16 @@ impl Ctx<'_> {
             .wr
             .wr
             .ud();
-        let av = crate::ah::RroceAh::user_av(self.dev, ud.ah_num, self.qp.pd, self.rcu)
-            .ok_or(wc::LOC_QP_OP_ERR)?;
+        let av = if self.qp.kernel {
+            let p = (u64::from(ud.pad[1]) << 32 | u64::from(ud.pad[0])) as usize;
+            // SAFETY: a kernel QP's WQE carries the live AH its consumer
+            // posted (`QpState::write_send_wqe`), built before `post_send`
+            // returns.
+            unsafe { crate::ah::RroceAh::kernel_av(p as *mut sys::ib_ah, self.qp.pd) }
+        } else {
+            crate::ah::RroceAh::user_av(self.dev, ud.ah_num, self.qp.pd, self.rcu)
+        }
+        .ok_or(wc::LOC_QP_OP_ERR)?;
         // The high bit of the WR's Q_Key means "the QP's Q_Key".
         let qkey = if ud.remote_qkey & 0x8000_0000 != 0 {
             self.inner.attrs.qkey
@@ -2136,8 +2152,14 @@ impl Ctx<'_> {
         // 20 bytes (as rdma_rxe and hardware RoCEv2 devices lay it out).
         let mut grh = [0u8; 40];
         match l3.len() {
-            40 => grh.copy_from_slice(l3),
-            20 => grh[20..].copy_from_slice(l3),
+            40 => {
+                grh.copy_from_slice(l3);
+                self.inner.resp.ud_net = sys::rdma_network_type_RDMA_NETWORK_IPV6 as u8;
+            }
+            20 => {
+                grh[20..].copy_from_slice(l3);
+                self.inner.resp.ud_net = sys::rdma_network_type_RDMA_NETWORK_IPV4 as u8;
+            }
             _ => {
                 self.dev.counters.inc(Counter::Malformed);
                 return;

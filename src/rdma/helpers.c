@@ -435,3 +435,11 @@ bool rroce_helper_in_atomic_bh(void)
 {
 	return in_softirq() || in_hardirq() || irqs_disabled();
 }
+
+/* Sending through the IP stack enables bottom halves, which must not
+ * happen with interrupts off (a caller holding an irqsave lock, such as
+ * the MAD layer around ib_post_send). */
+bool rroce_helper_irqs_off(void)
+{
+	return in_hardirq() || irqs_disabled();
+}

@@ -104,3 +104,4 @@ void rroce_helper_timer_free(struct rroce_timer *rt);
 bool rroce_helper_queue_work(struct work_struct *work);
 bool rroce_helper_cancel_work_sync(struct work_struct *work);
 bool rroce_helper_in_atomic_bh(void);
+bool rroce_helper_irqs_off(void);

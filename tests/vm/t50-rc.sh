@@ -84,6 +84,38 @@ check_retry rc.ib_write_bw_all perf ib_write_bw -a -n 5
 check_retry rc.ib_read_bw_all perf ib_read_bw -a -n 5
 check_retry rc.ib_write_lat_all perf ib_write_lat -a -n 5
 
+# The RDMA CM: address and route resolution, then the connection's MADs
+# (REQ/REP/RTU) over each device's GSI QP. rping verifies the data (-V);
+# perftest connects with -R.
+modprobe rdma_ucm 2>/dev/null
+rping_pair() { # SERVER_ADDR
+	ip netns exec ns0 timeout 60 rping -s -a "$1" -C 10 -V >/tmp/rping.srv 2>&1 &
+	local srv=$!
+	sleep 2
+	ip netns exec ns1 timeout 60 rping -c -a "$1" -C 10 -V -v >/tmp/rping.cli 2>&1
+	local rc=$?
+	wait $srv || rc=1
+	[ "$(grep -c 'ping data: rdma-ping-' /tmp/rping.cli)" = 10 ] || rc=1
+	[ $rc = 0 ] || tail -n 5 /tmp/rping.srv /tmp/rping.cli
+	return $rc
+}
+perf_cm() {
+	local prog=$1
+	shift
+	ip netns exec ns0 timeout 90 "$prog" -d rroce0 -F -R "$@" >/tmp/perf.srv 2>&1 &
+	sleep 2
+	ip netns exec ns1 timeout 90 "$prog" -d rroce1 -F -R "$@" 192.0.2.1 >/tmp/perf.cli 2>&1
+	local rc=$?
+	wait $! || rc=1
+	awk '/^ *[0-9]+ +[0-9]+ +[0-9.]+/ { found = 1 } END { exit !found }' /tmp/perf.cli || rc=1
+	[ $rc = 0 ] || tail -n 8 /tmp/perf.srv /tmp/perf.cli
+	return $rc
+}
+check cm.rping_ipv4 rping_pair 192.0.2.1
+check cm.rping_ipv6 rping_pair 2001:db8::1
+check_retry cm.ib_send_bw perf_cm ib_send_bw -n 300 -s 65536
+check_retry cm.ib_write_lat perf_cm ib_write_lat -n 200 -s 2
+
 # Path MTU 4096 (the netdevs need room for it).
 ip -n ns0 link set v0 mtu 9000 && ip -n ns1 link set v1 mtu 9000
 sleep 1

@@ -58,6 +58,22 @@ check interop.sample_rxe_requester timeout 120 ./build/samples/rroce_rc -a rxe1 
 both pingpong ibv_rc_pingpong -g 1 -s 10000 -n 50 -c
 both pingpong_ipv6 ibv_rc_pingpong -g 2 -s 3000 -n 50 -c
 both ud_pingpong ibv_ud_pingpong -g 1 -s 1000 -n 100 -c
+# The RDMA CM across drivers: the CM's MADs between rroce's and rdma_rxe's
+# GSI QPs, then rping's RC traffic with data verification.
+modprobe rdma_ucm 2>/dev/null
+rping_pair() { # SERVER_NS SERVER_ADDR CLIENT_NS
+	ip netns exec "$1" timeout 60 rping -s -a "$2" -C 10 -V >/tmp/rping.srv 2>&1 &
+	local srv=$!
+	sleep 2
+	ip netns exec "$3" timeout 60 rping -c -a "$2" -C 10 -V -v >/tmp/rping.cli 2>&1
+	local rc=$?
+	wait $srv || rc=1
+	[ "$(grep -c 'ping data: rdma-ping-' /tmp/rping.cli)" = 10 ] || rc=1
+	[ $rc = 0 ] || tail -n 5 /tmp/rping.srv /tmp/rping.cli
+	return $rc
+}
+check interop.rping.rroce_server rping_pair ns0 192.0.2.1 ns1
+check interop.rping.rxe_server rping_pair ns1 192.0.2.2 ns0
 both send_bw ib_send_bw -n 300 -s 65536
 both write_bw ib_write_bw -n 300 -s 65536
 both read_bw ib_read_bw -n 300 -s 65536
