@@ -179,7 +179,12 @@ unsafe fn create(
     ah.num = num;
     if !udata.is_null() {
         // UD sends of this process name the AH by number.
-        let _ = dev.ahs.set(num as usize, core::ptr::from_ref(ah));
+        if dev.ahs.set(num as usize, core::ptr::from_ref(ah)).is_err() {
+            // Not published: nothing can have read it.
+            let _ = dev.ah_ids.free(num);
+            ah.num = 0;
+            return Err(ENOMEM);
+        }
         // SAFETY: checked for null.
         let outlen = unsafe { (*udata).outlen };
         if outlen >= 8 {
@@ -214,29 +219,28 @@ unsafe fn create(
 /// valid attribute and output pointers, and a udata that is null for kernel
 /// callers.
 pub(crate) unsafe extern "C" fn destroy_ah(ibah: *mut sys::ib_ah, flags: u32) -> c_int {
-    // SAFETY: the core passes one of our AHs, created successfully.
-    let (dev, ah) = unsafe {
-        (
-            RroceDev::from_ib((*ibah).device),
-            &mut *ibah.cast::<RroceAh>(),
-        )
-    };
-    if dev.ahs.get(ah.num as usize, &rcu::read_lock()).is_some() {
+    let ah = ibah.cast::<RroceAh>();
+    // SAFETY: the core passes one of our AHs, created successfully; UD
+    // senders may read it concurrently (shared), so it is only read here
+    // until they are gone.
+    let (dev, num) = unsafe { (RroceDev::from_ib((*ibah).device), (*ah).num) };
+    if dev.ahs.get(num as usize, &rcu::read_lock()).is_some() {
         // A user AH: UD sends may be reading it inside an RCU section; the
-        // core frees it when we return. uverbs destroys sleepably.
-        dev.ahs.clear(ah.num as usize);
-        if flags & sys::rdma_destroy_ah_flags_RDMA_DESTROY_AH_SLEEPABLE != 0 {
-            // SAFETY: the caller may sleep.
-            unsafe { sys::rroce_helper_synchronize_rcu() };
-        } else {
-            // Not reachable from uverbs; refuse rather than free under a
-            // reader.
-            pr_warn!("user AH {} destroyed from atomic context\n", ah.num);
+        // core frees it when we return.
+        if flags & sys::rdma_destroy_ah_flags_RDMA_DESTROY_AH_SLEEPABLE == 0 {
+            // uverbs always destroys sleepably; anything else is refused
+            // rather than freed under a reader.
+            return EBUSY.to_errno();
         }
+        dev.ahs.clear(num as usize);
+        // SAFETY: the caller may sleep.
+        unsafe { sys::rroce_helper_synchronize_rcu() };
     }
-    if dev.ah_ids.free(ah.num).is_err() {
-        pr_warn!("destroying AH {} that was not allocated\n", ah.num);
+    if dev.ah_ids.free(num).is_err() {
+        pr_warn!("destroying AH {} that was not allocated\n", num);
     }
-    ah.num = 0;
+    // SAFETY: no reader is left (grace period above); the core owns the
+    // memory until we return.
+    unsafe { (*ah).num = 0 };
     0
 }

@@ -498,7 +498,8 @@ pub(crate) unsafe fn add_device(
         Ok((
             m,
             RcuTable::new(limits::MAX_QP as usize + FIRST_QPN_SLOTS)?,
-            RcuTable::new(limits::MAX_AH as usize + 1)?,
+            // Every number the AH allocator can hand out has a slot.
+            RcuTable::new(limits::ID_WORDS * 64 + 1)?,
         ))
     });
     // SAFETY: `ndev` is valid per the caller.

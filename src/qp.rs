@@ -450,8 +450,12 @@ unsafe fn create(
         (*raw).timer = timer;
         sys::rroce_helper_init_work((*raw).tx_work.get(), Some(tx_work_fn));
     }
-    // The caps really granted go back to the caller.
-    init.cap = cap;
+    // The caps really granted go back to the caller (rdma_rw's contexts
+    // are the core's business).
+    init.cap = sys::ib_qp_cap {
+        max_rdma_ctxs: init.cap.max_rdma_ctxs,
+        ..cap
+    };
     // SAFETY: the core allocated `ibqp` with our size (type invariant).
     let qp = unsafe { &mut *ibqp.cast::<RroceQp>() };
     qp.ibqp.qp_num = qpn;
@@ -766,10 +770,9 @@ pub(crate) unsafe extern "C" fn post_send(
         return EINVAL.to_errno();
     }
     if state.is_ud() {
-        let mut out = KVec::new();
-        state.ctx(&mut inner, &guard).run_ud_sender(&mut out);
         drop(inner);
-        state.send_datagrams(out);
+        drop(guard);
+        state.run_ud();
         return 0;
     }
     state.ctx(&mut inner, &guard).run_requester();
@@ -803,7 +806,8 @@ pub(crate) unsafe extern "C" fn post_recv(
     while err.is_ok() && !next.is_null() {
         // SAFETY: a kernel consumer's list of valid work requests.
         let w = unsafe { &*next };
-        err = state.write_recv_wqe(&mut inner, w);
+        // SAFETY: as above, its SGE list too.
+        err = unsafe { state.write_recv_wqe(&mut inner, w) };
         if err.is_ok() {
             next = w.next;
         }
@@ -867,6 +871,14 @@ impl QpState {
             // Posting below RTS is an immediate error; nothing is queued.
             err = Err(EINVAL);
         }
+        if self.is_ud()
+            && inner.state != sys::ib_qp_state_IB_QPS_RTS
+            && inner.state != sys::ib_qp_state_IB_QPS_ERR
+        {
+            // A kernel UD WQE holds the consumer's AH, valid only during
+            // this call: it must be sent (RTS) or flushed (ERR) now.
+            err = Err(EINVAL);
+        }
         while err.is_ok() && !next.is_null() {
             // SAFETY: per the caller.
             err = unsafe { self.write_send_wqe(&mut inner, next) };
@@ -877,10 +889,9 @@ impl QpState {
         }
         // What was queued before a bad request still runs.
         if self.is_ud() {
-            let mut out = KVec::new();
-            self.ctx(&mut inner, &guard).run_ud_sender(&mut out);
             drop(inner);
-            self.send_datagrams(out);
+            drop(guard);
+            self.run_ud();
         } else {
             self.ctx(&mut inner, &guard).run_requester();
             drop(inner);
@@ -1015,6 +1026,9 @@ impl QpState {
         for sge in sges {
             if inline {
                 let n = sge.length as usize;
+                if n == 0 {
+                    continue;
+                }
                 let dst = elem.get_mut(off..off + n).ok_or(EINVAL)?;
                 // SAFETY: a kernel consumer's inline SGE names `length`
                 // readable bytes at the kernel virtual address `addr`.
@@ -1035,14 +1049,19 @@ impl QpState {
     }
 
     /// Encodes one kernel receive work request into the receive ring.
-    fn write_recv_wqe(&self, inner: &mut QpInner, w: &sys::ib_recv_wr) -> Result {
+    ///
+    /// # Safety
+    ///
+    /// `w.sg_list` points to `w.num_sge` valid SGEs (a kernel consumer's
+    /// request).
+    unsafe fn write_recv_wqe(&self, inner: &mut QpInner, w: &sys::ib_recv_wr) -> Result {
         use crate::abi as a;
         let rq_buf = self.rq_buf.as_ref().ok_or(EINVAL)?;
         let num_sge = u32::try_from(w.num_sge).map_err(|_| EINVAL)?;
         if num_sge > self.rq_max_sge {
             return Err(EINVAL);
         }
-        // SAFETY: a kernel consumer's request holds `num_sge` valid SGEs.
+        // SAFETY: per the function's contract.
         let sges = unsafe { kernel_sges(w.sg_list, num_sge) };
         let mut total = 0u32;
         for sge in sges {
@@ -1098,6 +1117,24 @@ impl QpState {
 
     /// Sends the queued packets, in order: one context at a time drains
     /// the queue, others leave their packets to it.
+    /// Runs the UD sender until the send queue is empty, a bounded batch
+    /// per lock hold, sending each batch with the lock dropped.
+    fn run_ud(&self) {
+        loop {
+            let mut out = KVec::new();
+            let more = {
+                let guard = rcu::read_lock();
+                let mut inner = self.inner.lock();
+                self.ctx(&mut inner, &guard)
+                    .run_ud_sender(&mut out, UD_BATCH)
+            };
+            self.send_datagrams(out);
+            if !more {
+                return;
+            }
+        }
+    }
+
     /// Sends UD datagrams built under the lock (`run_ud_sender`), each to
     /// its own address vector.
     fn send_datagrams(&self, out: KVec<transport::Datagram>) {
@@ -1205,6 +1242,9 @@ impl QpState {
         }
     }
 }
+
+/// Datagrams the UD sender builds per hold of the QP lock.
+const UD_BATCH: usize = 32;
 
 /// Packets one softirq-context flush sends before it defers to the work item.
 const TX_BUDGET_ATOMIC: usize = 64;

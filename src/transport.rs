@@ -2010,18 +2010,23 @@ pub(crate) type Datagram = (net::Skb, crate::ah::AddressVector);
 impl Ctx<'_> {
     /// The UD requester: every fetched WQE becomes one datagram to the AH
     /// it names and completes once built (UD has no acknowledgements). The
-    /// datagrams go to `out`, to be sent once the QP lock is dropped.
-    pub(crate) fn run_ud_sender(&mut self, out: &mut KVec<Datagram>) {
+    /// datagrams go to `out`, to be sent once the QP lock is dropped; at
+    /// most `budget` per call (the lock keeps interrupts off). Returns
+    /// whether WQEs are left.
+    pub(crate) fn run_ud_sender(&mut self, out: &mut KVec<Datagram>, budget: usize) -> bool {
         if self.inner.state == sys::ib_qp_state_IB_QPS_ERR {
             self.fetch();
             self.flush_sq();
-            return;
+            return false;
         }
         if self.inner.state != sys::ib_qp_state_IB_QPS_RTS {
-            return;
+            return false;
         }
         self.fetch();
-        while self.inner.req.fetched > 0 && self.inner.state == sys::ib_qp_state_IB_QPS_RTS {
+        while self.inner.req.fetched > 0 {
+            if out.len() >= budget {
+                return true;
+            }
             let op = self.op(0);
             let status = if op.invalid != 0 {
                 op.invalid
@@ -2037,13 +2042,12 @@ impl Ctx<'_> {
                     Err(s) => s,
                 }
             };
+            // A failed datagram completes in error and the QP goes on: the
+            // MAD layer cannot bring its GSI QP back from the error state
+            // (it recovers only from SQE, which rroce does not model).
             self.complete_head(status);
-            if status != wc::SUCCESS {
-                // A local error ends the send queue (IB: SQ error state);
-                // rroce moves the whole QP to the error state, as rxe.
-                self.enter_error();
-            }
         }
+        false
     }
 
     /// The datagram of WQE 0, or the completion status that refuses it.
