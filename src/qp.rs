@@ -40,7 +40,7 @@ use kernel::{
     ffi::{c_int, c_void},
     new_spinlock_irq,
     prelude::*,
-    sync::{rcu, SpinLockIrq},
+    sync::{rcu, SpinLockIrq, SpinLockIrqGuard},
 };
 
 use crate::{
@@ -49,7 +49,7 @@ use crate::{
     counters::Counter,
     device::{limits, RroceDev},
     engine::{
-        ring::{offset, Consumer, Layout, Producer, RingError},
+        ring::{offset, Consumer, Layout, Producer, RingError, Slot},
         wire::{self, Direction, Transport},
     },
     net::Skb,
@@ -747,11 +747,8 @@ pub(crate) unsafe extern "C" fn post_send(
     if !wr.is_null() || state.kernel {
         if !state.kernel {
             // A user QP's work requests are in its mapped ring.
-            if !bad_wr.is_null() {
-                // SAFETY: valid output pointer from the core.
-                unsafe { *bad_wr = wr };
-            }
-            return EINVAL.to_errno();
+            // SAFETY: `bad_wr` is the core's output pointer.
+            return unsafe { post_result(Err(EINVAL), bad_wr, wr) };
         }
         // SAFETY: a kernel consumer's list of valid work requests.
         return unsafe { state.post_send_kernel(wr, bad_wr) };
@@ -769,15 +766,7 @@ pub(crate) unsafe extern "C" fn post_send(
         }
         return EINVAL.to_errno();
     }
-    if state.is_ud() {
-        drop(inner);
-        drop(guard);
-        state.run_ud();
-        return 0;
-    }
-    state.ctx(&mut inner, &guard).run_requester();
-    drop(inner);
-    state.flush_tx();
+    state.run_send_queue(inner, guard);
     0
 }
 
@@ -817,16 +806,71 @@ pub(crate) unsafe extern "C" fn post_recv(
         state.ctx(&mut inner, &guard).flush_rq();
     }
     drop(inner);
+    // SAFETY: `bad_wr` is the core's output pointer.
+    unsafe { post_result(err, bad_wr, next) }
+}
+
+/// What a post returns: 0, or the errno with `*bad_wr` naming the first
+/// request not posted.
+///
+/// # Safety
+///
+/// `bad_wr` is null or valid for writes.
+unsafe fn post_result<T>(err: Result, bad_wr: *mut *const T, next: *const T) -> c_int {
     match err {
         Ok(()) => 0,
         Err(e) => {
             if !bad_wr.is_null() {
-                // SAFETY: valid output pointer from the core.
+                // SAFETY: per the caller.
                 unsafe { *bad_wr = next };
             }
             e.to_errno()
         }
     }
+}
+
+/// The total length of a kernel work request's SGEs.
+fn kernel_sge_total(sges: &[sys::ib_sge]) -> Result<u32> {
+    sges.iter()
+        .try_fold(0u32, |t, s| t.checked_add(s.length))
+        .ok_or(EINVAL)
+}
+
+/// Writes a kernel work request's SGEs as `struct rroce_sge`s into `elem`
+/// from byte `off` on.
+fn encode_kernel_sges(elem: &mut [u8], mut off: usize, sges: &[sys::ib_sge]) -> Result {
+    for sge in sges {
+        let e = crate::abi::Sge {
+            addr: sge.addr,
+            length: sge.length,
+            lkey: sge.lkey,
+        };
+        e.encode(elem.get_mut(off..).ok_or(EINVAL)?).ok_or(EINVAL)?;
+        off += size_of::<crate::abi::Sge>();
+    }
+    Ok(())
+}
+
+/// The next free slot of a kernel QP's ring, zeroed, for `prod` to commit
+/// once written (`ENOMEM` if the ring is full).
+///
+/// # Safety
+///
+/// `buf` is a kernel QP's ring, mapped nowhere else and used only under the
+/// QP lock, which the caller holds for as long as it uses the slice.
+// The ring buffer is raw memory behind `QueueBuf`; the slot's exclusivity
+// comes from the lock, as stated above, not from the borrow.
+#[allow(clippy::mut_from_ref)]
+unsafe fn kernel_slot<'b>(prod: &mut Producer, buf: &'b QueueBuf) -> Result<(Slot, &'b mut [u8])> {
+    let slot = prod.reserve(buf).map_err(|e| match e {
+        RingError::Full => ENOMEM,
+        _ => EINVAL,
+    })?;
+    // SAFETY: the slot lies in the buffer; nothing else reads or writes it
+    // while the caller holds the lock (caller).
+    let elem = unsafe { core::slice::from_raw_parts_mut(buf.at(slot.offset()), slot.len()) };
+    elem.fill(0);
+    Ok((slot, elem))
 }
 
 /// The SGEs of a kernel work request.
@@ -888,6 +932,15 @@ impl QpState {
             }
         }
         // What was queued before a bad request still runs.
+        self.run_send_queue(inner, guard);
+        // SAFETY: `bad_wr` is null or valid (caller).
+        unsafe { post_result(err, bad_wr, next) }
+    }
+
+    /// Runs the send queue after new WQEs were published and sends what
+    /// it built: the RC requester under the lock held in `inner`, the UD
+    /// sender in bounded batches of its own.
+    fn run_send_queue(&self, mut inner: SpinLockIrqGuard<'_, QpInner>, guard: rcu::Guard) {
         if self.is_ud() {
             drop(inner);
             drop(guard);
@@ -896,16 +949,6 @@ impl QpState {
             self.ctx(&mut inner, &guard).run_requester();
             drop(inner);
             self.flush_tx();
-        }
-        match err {
-            Ok(()) => 0,
-            Err(e) => {
-                if !bad_wr.is_null() {
-                    // SAFETY: valid output pointer per the caller.
-                    unsafe { *bad_wr = next };
-                }
-                e.to_errno()
-            }
         }
     }
 
@@ -985,22 +1028,12 @@ impl QpState {
         }
         // SAFETY: the request's `num_sge` SGEs (caller).
         let sges = unsafe { kernel_sges(w.sg_list, num_sge) };
-        let mut total = 0u32;
-        for sge in sges {
-            total = total.checked_add(sge.length).ok_or(EINVAL)?;
-        }
+        let total = kernel_sge_total(sges)?;
         if inline && total > self.sq_max_inline {
             return Err(EINVAL);
         }
-        let slot = inner.sq_prod.reserve(&self.sq_buf).map_err(|e| match e {
-            RingError::Full => ENOMEM,
-            _ => EINVAL,
-        })?;
-        // SAFETY: a kernel QP's ring is mapped nowhere else and only used
-        // under the QP lock, which we hold; the slot lies in the buffer.
-        let elem =
-            unsafe { core::slice::from_raw_parts_mut(self.sq_buf.at(slot.offset()), slot.len()) };
-        elem.fill(0);
+        // SAFETY: a kernel QP's ring; the caller holds the QP lock.
+        let (slot, elem) = unsafe { kernel_slot(&mut inner.sq_prod, &self.sq_buf)? };
         let wqe = a::SendWqe {
             wr: a::SendWr {
                 // SAFETY: both union members are plain 64-bit values.
@@ -1022,28 +1055,19 @@ impl QpState {
             ..Default::default()
         };
         wqe.encode(elem).ok_or(EINVAL)?;
-        let mut off = a::SEND_WQE_HEADER_SIZE;
-        for sge in sges {
-            if inline {
+        if inline {
+            let mut off = a::SEND_WQE_HEADER_SIZE;
+            for sge in sges.iter().filter(|s| s.length != 0) {
                 let n = sge.length as usize;
-                if n == 0 {
-                    continue;
-                }
                 let dst = elem.get_mut(off..off + n).ok_or(EINVAL)?;
                 // SAFETY: a kernel consumer's inline SGE names `length`
                 // readable bytes at the kernel virtual address `addr`.
                 let src = unsafe { core::slice::from_raw_parts(sge.addr as usize as *const u8, n) };
                 dst.copy_from_slice(src);
                 off += n;
-            } else {
-                let e = a::Sge {
-                    addr: sge.addr,
-                    length: sge.length,
-                    lkey: sge.lkey,
-                };
-                e.encode(elem.get_mut(off..).ok_or(EINVAL)?).ok_or(EINVAL)?;
-                off += size_of::<a::Sge>();
             }
+        } else {
+            encode_kernel_sges(elem, a::SEND_WQE_HEADER_SIZE, sges)?;
         }
         inner.sq_prod.commit(slot, &self.sq_buf).map_err(|_| EINVAL)
     }
@@ -1063,17 +1087,9 @@ impl QpState {
         }
         // SAFETY: per the function's contract.
         let sges = unsafe { kernel_sges(w.sg_list, num_sge) };
-        let mut total = 0u32;
-        for sge in sges {
-            total = total.checked_add(sge.length).ok_or(EINVAL)?;
-        }
-        let slot = inner.rq_prod.reserve(rq_buf).map_err(|e| match e {
-            RingError::Full => ENOMEM,
-            _ => EINVAL,
-        })?;
-        // SAFETY: as in `write_send_wqe`: a kernel ring, under the lock.
-        let elem = unsafe { core::slice::from_raw_parts_mut(rq_buf.at(slot.offset()), slot.len()) };
-        elem.fill(0);
+        let total = kernel_sge_total(sges)?;
+        // SAFETY: a kernel QP's ring; the caller holds the QP lock.
+        let (slot, elem) = unsafe { kernel_slot(&mut inner.rq_prod, rq_buf)? };
         let wqe = a::RecvWqe {
             // SAFETY: both union members are plain 64-bit values.
             wr_id: unsafe { w.__bindgen_anon_1.wr_id },
@@ -1086,16 +1102,7 @@ impl QpState {
             ..Default::default()
         };
         wqe.encode(elem).ok_or(EINVAL)?;
-        let mut off = a::RECV_WQE_HEADER_SIZE;
-        for sge in sges {
-            let e = a::Sge {
-                addr: sge.addr,
-                length: sge.length,
-                lkey: sge.lkey,
-            };
-            e.encode(elem.get_mut(off..).ok_or(EINVAL)?).ok_or(EINVAL)?;
-            off += size_of::<a::Sge>();
-        }
+        encode_kernel_sges(elem, a::RECV_WQE_HEADER_SIZE, sges)?;
         inner.rq_prod.commit(slot, rq_buf).map_err(|_| EINVAL)
     }
 }
