@@ -476,6 +476,38 @@ static int recv1(struct dev *d, struct ibv_qp *qp, uint64_t id)
 	return rc ? seterr("ibv_post_recv: %s", strerror(rc)) : 0;
 }
 
+/*
+ * Streaming 8-byte SENDs from @p->a, for the tests that keep traffic going
+ * while something else happens: posts signaled SENDs while fewer than 32 are
+ * outstanding and fewer than @limit were posted, then polls their CQ once.
+ * The first failure goes to @err. Sets *@posted if it posted anything;
+ * returns how many send completions it polled.
+ */
+static int pump_sends(struct dev *d, struct pair *p, long limit, long *sent, long *sdone,
+		      int *posted, char *err, size_t errlen)
+{
+	struct ibv_wc wc[32];
+	int n, rc;
+
+	*posted = 0;
+	while (!err[0] && *sent < limit && *sent - *sdone < 32) {
+		rc = post_send1(d, p->a, *sent, IBV_WR_SEND, A_OFF + SCRATCH, 8, d->mr->lkey,
+				IBV_SEND_SIGNALED, 0, 0);
+		if (rc)
+			snprintf(err, errlen, "ibv_post_send %ld: %s", *sent, strerror(rc));
+		else
+			(*sent)++;
+		*posted = 1;
+	}
+	n = ibv_poll_cq(p->as, 32, wc);
+	for (int i = 0; i < n; i++)
+		if (wc[i].status != IBV_WC_SUCCESS && !err[0])
+			snprintf(err, errlen, "send completion %s", wcs(&wc[i]));
+	n = n > 0 ? n : 0;
+	*sdone += n;
+	return n;
+}
+
 /* Polls until @n completions came or @ms passed; returns how many came. */
 static int poll_n(struct ibv_cq *cq, struct ibv_wc *wc, int n, int ms)
 {
@@ -1046,7 +1078,6 @@ static int t_concurrent_poll_and_arm(struct dev *d)
 {
 	struct pair p = { 0 };
 	struct a11 s = { .total = MSGS };
-	struct ibv_wc wc[32];
 	pthread_t tp, ta;
 	long rposted = 0, sent = 0, sdone = 0;
 	long rwin, seen = 0;
@@ -1062,7 +1093,7 @@ static int t_concurrent_poll_and_arm(struct dev *d)
 		return result(0, "pthread_create failed");
 	while (sdone < MSGS && !atomic_load(&s.failed) && !err[0]) {
 		long polled = atomic_load(&s.polled);
-		int busy = 0, n, rc;
+		int busy = 0, posted, n;
 
 		if (polled + sdone != seen) {	/* progress: receives or sends done */
 			seen = polled + sdone;
@@ -1082,23 +1113,8 @@ static int t_concurrent_poll_and_arm(struct dev *d)
 			rposted++;
 			busy = 1;
 		}
-		while (!err[0] && sent < rposted && sent - sdone < 32) {
-			rc = post_send1(d, p.a, sent, IBV_WR_SEND, A_OFF + SCRATCH, 8, d->mr->lkey,
-					IBV_SEND_SIGNALED, 0, 0);
-			if (rc)
-				snprintf(err, sizeof(err), "ibv_post_send %ld: %s", sent, strerror(rc));
-			else
-				sent++;
-			busy = 1;
-		}
-		n = ibv_poll_cq(p.as, 32, wc);
-		for (int i = 0; i < n; i++)
-			if (wc[i].status != IBV_WC_SUCCESS && !err[0])
-				snprintf(err, sizeof(err), "send completion %s", wcs(&wc[i]));
-		if (n > 0) {
-			sdone += n;
-			busy = 1;
-		}
+		n = pump_sends(d, &p, rposted, &sent, &sdone, &posted, err, sizeof(err));
+		busy |= posted || n > 0;
 		if (!busy)
 			usleep(100);
 	}
@@ -1341,7 +1357,7 @@ static int t_resize_under_load(struct dev *d)
 	struct pair p = { 0 };
 	struct ibv_wc wc[32];
 	long rposted = 0, rdone = 0, sent = 0, sdone = 0, next_resize = 16;
-	int good = 0, refused = 0, small = 0, n, rc;
+	int good = 0, refused = 0, small = 0, n;
 	double last = now();
 	char err[200] = "";
 
@@ -1350,7 +1366,7 @@ static int t_resize_under_load(struct dev *d)
 		return setup_failed();
 	/* At most 48 receive CQEs can be outstanding: fits even a 64-entry CQ. */
 	while (rdone < MSGS && !err[0]) {
-		int busy = 0;
+		int busy = 0, posted;
 
 		if (now() > t_budget || now() - last > 2 * EV_MS / 1e3) {
 			snprintf(err, sizeof(err), "%s", now() > t_budget ? "time budget spent" :
@@ -1363,19 +1379,8 @@ static int t_resize_under_load(struct dev *d)
 			rposted++;
 			busy = 1;
 		}
-		while (sent < rposted && sent - sdone < 32 && !err[0]) {
-			rc = post_send1(d, p.a, sent, IBV_WR_SEND, A_OFF + SCRATCH, 8, d->mr->lkey,
-					IBV_SEND_SIGNALED, 0, 0);
-			if (rc)
-				snprintf(err, sizeof(err), "ibv_post_send %ld: %s", sent, strerror(rc));
-			sent++;
-			busy = 1;
-		}
-		n = ibv_poll_cq(p.as, 32, wc);
-		for (int i = 0; i < n; i++)
-			if (wc[i].status != IBV_WC_SUCCESS && !err[0])
-				snprintf(err, sizeof(err), "send completion %s", wcs(&wc[i]));
-		sdone += n > 0 ? n : 0;
+		pump_sends(d, &p, rposted, &sent, &sdone, &posted, err, sizeof(err));
+		busy |= posted;
 		n = ibv_poll_cq(p.br, 32, wc);
 		for (int i = 0; i < n; i++, rdone++)
 			if ((wc[i].status != IBV_WC_SUCCESS || wc[i].wr_id != (uint64_t)rdone) &&
