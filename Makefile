@@ -29,12 +29,12 @@ module:
 SAMPLES := $(patsubst samples/%.c,build/samples/%,$(wildcard samples/*.c)) \
 	   $(patsubst tests/conformance/%.c,build/tests/%,$(wildcard tests/conformance/*.c))
 samples: $(SAMPLES)
-build/samples/%: samples/%.c $(wildcard uapi/rdma/*.h)
+build/samples/%: samples/%.c samples/rroce_util.h $(wildcard uapi/rdma/*.h)
 	@mkdir -p $(dir $@)
 	@$(CC) -O2 -g -Wall -Wextra -Werror -std=gnu11 -Iuapi $< -libverbs -o $@
-build/tests/%: tests/conformance/%.c $(wildcard uapi/rdma/*.h)
+build/tests/%: tests/conformance/%.c samples/rroce_util.h $(wildcard uapi/rdma/*.h)
 	@mkdir -p $(dir $@)
-	@$(CC) -O2 -g -Wall -Wextra -Werror -std=gnu11 -Iuapi $< -libverbs -lpthread -o $@
+	@$(CC) -O2 -g -Wall -Wextra -Werror -std=gnu11 -Iuapi -Isamples $< -libverbs -lpthread -o $@
 
 host-test:
 	@cargo test --quiet

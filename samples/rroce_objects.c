@@ -21,6 +21,8 @@
 #include <unistd.h>
 #include <infiniband/verbs.h>
 
+#include "rroce_util.h"
+
 #include <rdma/rroce-abi.h>
 
 static int failures;
@@ -34,20 +36,6 @@ static int failures;
 		if (!_ok)                                             \
 			failures++;                                   \
 	} while (0)
-
-static struct ibv_context *open_dev(const char *name)
-{
-	struct ibv_device **list = ibv_get_device_list(NULL);
-	struct ibv_context *ctx = NULL;
-
-	for (int i = 0; list && list[i]; i++)
-		if (!name || !strcmp(ibv_get_device_name(list[i]), name)) {
-			ctx = ibv_open_device(list[i]);
-			break;
-		}
-	ibv_free_device_list(list);
-	return ctx;
-}
 
 /* Hold objects across a device removal: must not crash, must not hang. */
 static int hold(struct ibv_context *ctx, int secs)
@@ -92,7 +80,7 @@ int main(int argc, char **argv)
 			return 2;
 	}
 
-	struct ibv_context *ctx = open_dev(devname);
+	struct ibv_context *ctx = rroce_open_dev(devname);
 	STEP(ctx != NULL, "open %s", devname);
 	if (!ctx)
 		return 1;

@@ -30,6 +30,8 @@
 #include <unistd.h>
 #include <infiniband/verbs.h>
 
+#include "rroce_util.h"
+
 static int failures, passes;
 
 #define CHECK(ok, ...)                                                \
@@ -62,24 +64,10 @@ struct side {
 static const char *dev_a, *dev_b;
 static int gid_index = 1;
 
-static struct ibv_context *open_dev(const char *name)
-{
-	struct ibv_device **list = ibv_get_device_list(NULL);
-	struct ibv_context *ctx = NULL;
-
-	for (int i = 0; list && list[i]; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), name)) {
-			ctx = ibv_open_device(list[i]);
-			break;
-		}
-	ibv_free_device_list(list);
-	return ctx;
-}
-
 static int side_open(struct side *s, const char *dev, struct ibv_cq *shared_cq)
 {
 	memset(s, 0, sizeof(*s));
-	s->ctx = open_dev(dev);
+	s->ctx = rroce_open_dev(dev);
 	if (!s->ctx)
 		return -1;
 	s->pd = ibv_alloc_pd(s->ctx);

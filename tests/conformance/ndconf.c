@@ -57,6 +57,8 @@
 #include <unistd.h>
 #include <infiniband/verbs.h>
 
+#include "rroce_util.h"
+
 #define BUF_SIZE	(8u << 20)	/* one MR: A's half, then B's half */
 #define A_OFF		0u
 #define B_OFF		(4u << 20)
@@ -208,25 +210,10 @@ static int set_nonblock(int fd)
 	return fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0 ? -1 : 0;
 }
 
-static struct ibv_context *open_dev(const char *name)
-{
-	struct ibv_device **list = ibv_get_device_list(NULL);
-	struct ibv_context *ctx = NULL;
-
-	for (int i = 0; list && list[i]; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), name)) {
-			ctx = ibv_open_device(list[i]);
-			break;
-		}
-	if (list)
-		ibv_free_device_list(list);
-	return ctx;
-}
-
 static int dev_open(struct dev *d)
 {
 	memset(d, 0, sizeof(*d));
-	d->ctx = open_dev(dev_name);
+	d->ctx = rroce_open_dev(dev_name);
 	if (!d->ctx)
 		return seterr("cannot open device %s", dev_name);
 	d->pd = ibv_alloc_pd(d->ctx);
