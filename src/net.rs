@@ -168,7 +168,7 @@ fn receive(skb: Skb) {
     // SAFETY: the linear packet from the network header to the tail,
     // owned with the skb, which outlives this borrow.
     let pkt = unsafe { core::slice::from_raw_parts(l3, l3_len as usize) };
-    let Some((ip_len, _src, dst)) = ip_info(pkt) else {
+    let Some((ip_len, dst)) = ip_info(pkt) else {
         return;
     };
     // A packet to a local address arrives on `lo`: find the device by the
@@ -185,7 +185,7 @@ fn receive(skb: Skb) {
     let dev = unsafe { RroceDev::from_ib(ibdev) };
     dev.counters.inc(Counter::RcvdPkts);
     match roce_payload(pkt, ip_len) {
-        Ok((roce, _sport)) => crate::qp::receive(dev, roce, &pkt[..ip_len]),
+        Ok(roce) => crate::qp::receive(dev, roce, &pkt[..ip_len]),
         Err(c) => dev.counters.inc(c),
     }
     // SAFETY: drops the reference `device_of_*` took.
@@ -193,26 +193,23 @@ fn receive(skb: Skb) {
 }
 
 /// The RoCEv2 packet (BTH through ICRC) after the IP and UDP headers, with
-/// its ICRC checked, and the UDP source port.
-fn roce_payload(pkt: &[u8], ip_len: usize) -> Result<(&[u8], u16), Counter> {
+/// its ICRC checked.
+fn roce_payload(pkt: &[u8], ip_len: usize) -> Result<&[u8], Counter> {
     // The UDP length bounds the RoCE packet (the skb may carry padding).
     let udp = pkt.get(ip_len..ip_len + 8).ok_or(Counter::Malformed)?;
     let udp_len = usize::from(u16::from_be_bytes([udp[4], udp[5]]));
-    let sport = u16::from_be_bytes([udp[0], udp[1]]);
     if udp_len < 8 + ICRC_LEN {
         return Err(Counter::Malformed);
     }
     let pkt = pkt.get(..ip_len + udp_len).ok_or(Counter::Malformed)?;
     icrc::verify(pkt).map_err(|_| Counter::BadIcrc)?;
-    Ok((&pkt[ip_len + 8..], sport))
+    Ok(&pkt[ip_len + 8..])
 }
 
-/// The IP header length and the source and destination addresses as GIDs
-/// (IPv4-mapped for IPv4), or `None` for anything but a plain IPv4/IPv6
-/// header.
-fn ip_info(pkt: &[u8]) -> Option<(usize, [u8; 16], [u8; 16])> {
+/// The IP header length and the destination address as a GID (IPv4-mapped
+/// for IPv4), or `None` for anything but a plain IPv4/IPv6 header.
+fn ip_info(pkt: &[u8]) -> Option<(usize, [u8; 16])> {
     let v = pkt.first()? >> 4;
-    let mut gid = [0u8; 16];
     let mut dst = [0u8; 16];
     match v {
         4 => {
@@ -220,21 +217,17 @@ fn ip_info(pkt: &[u8]) -> Option<(usize, [u8; 16], [u8; 16])> {
             if ihl != 20 || pkt.len() < 20 {
                 return None;
             }
-            gid[10] = 0xff;
-            gid[11] = 0xff;
             dst[10] = 0xff;
             dst[11] = 0xff;
-            gid[12..].copy_from_slice(pkt.get(12..16)?);
             dst[12..].copy_from_slice(pkt.get(16..20)?);
-            Some((20, gid, dst))
+            Some((20, dst))
         }
         6 => {
             if pkt.len() < 40 || *pkt.get(6)? != 17 {
                 return None;
             }
-            gid.copy_from_slice(pkt.get(8..24)?);
             dst.copy_from_slice(pkt.get(24..40)?);
-            Some((40, gid, dst))
+            Some((40, dst))
         }
         _ => None,
     }
