@@ -255,32 +255,40 @@ impl Drop for Registration {
         unsafe { sys::rdma_link_unregister(LINK_OPS.get()) };
         // SAFETY: registered in `new`; after this no notifier call is running.
         unsafe { sys::unregister_netdevice_notifier(NETDEV_NB.get()) };
-        // Unregister every remaining device. A device found in the registry
-        // is still allocated (entries are removed in `dealloc_driver`); one
-        // that cannot be referenced is already being unregistered by someone
-        // else and will leave the registry on its own.
+        // Unregister every remaining device, including one the core is
+        // already unregistering from its own work queue (after a netdev
+        // went away): `ib_unregister_device` serializes with that on the
+        // device's unregistration lock, inside which `dealloc_driver` runs,
+        // so once it returns no rroce code runs for the device any more
+        // (the fence `ib_unregister_driver` gives; rroce cannot use that,
+        // as it shares rdma_rxe's driver id). A device in the registry is
+        // still allocated: entries are removed in `dealloc_driver`.
+        let mut last = null_mut();
         loop {
-            let mut next = null_mut();
-            {
+            let next = {
                 let list = DEVICES.lock();
-                for slot in list.slots.iter().filter(|d| d.dev != 0) {
-                    let dev = slot.dev as *mut sys::ib_device;
-                    // SAFETY: `dev` is live (see above) and the registry lock
-                    // keeps `dealloc_driver` from completing meanwhile.
-                    if unsafe { sys::rroce_helper_ib_device_try_get(dev) } != 0 {
-                        next = dev;
-                        break;
-                    }
+                let Some(slot) = list.slots.iter().find(|d| d.dev != 0) else {
+                    break;
+                };
+                let dev = slot.dev as *mut sys::ib_device;
+                if dev == last {
+                    // Unregistered, yet still here: reported below.
+                    break;
                 }
+                // SAFETY: `dev` is live (see above) and the registry lock
+                // keeps `dealloc_driver` from completing meanwhile; the
+                // hold keeps its memory past that.
+                unsafe { sys::rroce_helper_ib_device_hold(dev) };
+                dev
+            };
+            // SAFETY: held above; a device being or already unregistered is
+            // fine for `ib_unregister_device`, which then only waits.
+            unsafe {
+                sys::ib_unregister_device(next);
+                sys::rroce_helper_ib_device_unhold(next);
             }
-            if next.is_null() {
-                break;
-            }
-            // SAFETY: we hold a reference taken above, which this consumes.
-            unsafe { sys::ib_unregister_device_and_put(next) };
+            last = next;
         }
-        // SAFETY: plain function call; waits for queued unregistrations.
-        unsafe { sys::rroce_helper_flush_unregistrations() };
         if !DEVICES.lock().is_empty() {
             pr_warn!("devices still registered at unload\n");
         }

@@ -71,10 +71,14 @@ int rroce_helper_ib_device_try_get(struct ib_device *dev)
 	return ib_device_try_get(dev);
 }
 
-void rroce_helper_flush_unregistrations(void)
+void rroce_helper_ib_device_hold(struct ib_device *dev)
 {
-	/* ib_unregister_device_queued() runs on system_unbound_wq. */
-	flush_workqueue(system_unbound_wq);
+	get_device(&dev->dev);
+}
+
+void rroce_helper_ib_device_unhold(struct ib_device *dev)
+{
+	put_device(&dev->dev);
 }
 
 void *rroce_helper_vmalloc_user(unsigned long size)

@@ -26,8 +26,10 @@ struct net *rroce_helper_init_net(void);
 unsigned int rroce_helper_num_possible_cpus(void);
 /* ib_device_try_get(): take a reference unless the device is unregistering. */
 int rroce_helper_ib_device_try_get(struct ib_device *dev);
-/* Wait for ib_unregister_device_queued() work to finish. */
-void rroce_helper_flush_unregistrations(void);
+/* get_device()/put_device() on the ib_device's struct device: keeps the
+ * memory, not the registration. */
+void rroce_helper_ib_device_hold(struct ib_device *dev);
+void rroce_helper_ib_device_unhold(struct ib_device *dev);
 
 struct vm_area_struct;
 struct rdma_user_mmap_entry;
