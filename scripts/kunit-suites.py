@@ -5,7 +5,7 @@
   kunit-suites.py --list      print every suite name (for scripts/ktap.py)
   kunit-suites.py --coverage  check that every `selftest` function of the
                               engine core (src/engine/*.rs) has a KUnit case
-                              in src/kunit.rs; exit 1 naming what is missing
+                              in src/test/kunit.rs; exit 1 naming what is missing
 """
 import pathlib
 import re
@@ -27,7 +27,7 @@ def suites():
 
 
 def coverage():
-    kunit = (ROOT / "src/kunit.rs").read_text()
+    kunit = (ROOT / "src/test/kunit.rs").read_text()
     wrapped = {}
     for m in SUITE_MACRO.finditer(kunit):
         path = m.group(2)
@@ -41,7 +41,7 @@ def coverage():
         path = f"crate::engine::{f.stem}::selftest"
         for fn in SELFTEST_FN.findall(text[i:]):
             if fn not in wrapped.get(path, set()):
-                print(f"kunit-coverage: {path}::{fn} has no KUnit case in src/kunit.rs")
+                print(f"kunit-coverage: {path}::{fn} has no KUnit case in src/test/kunit.rs")
                 missing += 1
     if not missing:
         print("kunit-coverage: every engine selftest runs under KUnit")

@@ -14,13 +14,13 @@ mod counters;
 mod cq;
 mod device;
 pub mod engine;
-mod kconsumer;
-mod kunit;
 mod mr;
 mod net;
 mod qp;
 mod rdma;
 mod table;
+#[cfg(CONFIG_KUNIT)]
+mod test;
 mod transport;
 
 module! {

@@ -185,7 +185,7 @@ mod objects {
 // on a real rroce device and CQs created through the RDMA core.
 selftest_suite!(
     rroce_conformance,
-    crate::kconsumer::selftest,
+    crate::test::kconsumer::selftest,
     [
         concurrent_producers,
         fire_on_arm,
