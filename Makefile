@@ -4,13 +4,13 @@
 #   make demo    set everything up, boot a VM, create rroce devices, run perftest
 #   make check   set everything up and run every test (host, KUnit, VM)
 #
-# Other targets: deps kernel module host-test vm CMD='...' fuzz loom clippy fmt clean
+# Other targets: deps kernel module host-test vm CMD='...' fuzz loom clippy fmt structure clean
 
 SHELL := /bin/bash
 KDIR ?=
 export KDIR
 
-.PHONY: all deps kernel module samples host-test vm check demo bench fuzz loom clippy fmt fmt-check uapi-check clean
+.PHONY: all deps kernel module samples host-test vm check demo bench fuzz loom clippy fmt fmt-check uapi-check structure clean
 
 all: module
 
@@ -38,6 +38,9 @@ build/tests/%: tests/conformance/%.c samples/rroce_util.h $(wildcard uapi/rdma/*
 
 host-test:
 	@cargo test --quiet
+
+structure:
+	@scripts/structure.py
 
 uapi-check:
 	@scripts/check-uapi.sh

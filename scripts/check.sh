@@ -71,6 +71,9 @@ fi
 step "KUnit covers every engine selftest"
 if scripts/kunit-suites.py --coverage; then ok; else bad kunit-coverage; fi
 
+step "structure: file and function sizes, module graph (Documentation/architecture.rst)"
+if scripts/structure.py; then ok; else bad structure; fi
+
 step "lint: rustfmt"
 if cargo fmt --check >/dev/null 2>&1 && rustfmt --edition 2021 --check src/rroce_main.rs >/dev/null 2>&1; then ok; else bad rustfmt; fi
 
