@@ -63,12 +63,16 @@ if kvm_usable; then accel=(); mode=KVM; fi
 echo "$mode" >"$RUN/accel"
 log "booting $(rroce_kver) under $mode (timeout ${timeout}s, run dir $RUN)"
 
+# The guest's console is QEMU's stdio. When our stdout is a regular file
+# (`make check > check.log`), QEMU's stdio chardev reopens it with O_TRUNC
+# and everything printed before the boot is lost; hand the VM a pipe
+# instead, so the file is only ever appended to by this script.
 set +e
 timeout -k 20 "$timeout" "$VNG" --run "$B" "${accel[@]}" \
 	--cpus "${RROCE_VM_CPUS:-2}" --memory "${RROCE_VM_MEM:-2G}" --user root \
 	--rwdir "$RROCE_ROOT" --rwdir "$RUN" --cwd "$RROCE_ROOT" \
-	--exec "bash $RROCE_ROOT/scripts/guest-run.sh $RUN" </dev/null
-vrc=$?
+	--exec "bash $RROCE_ROOT/scripts/guest-run.sh $RUN" </dev/null 2>&1 | cat
+vrc=${PIPESTATUS[0]}
 set -e
 if [ $vrc = 124 ] || [ $vrc = 137 ]; then
 	log "VM TIMEOUT: the guest did not finish within ${timeout}s and was killed"
