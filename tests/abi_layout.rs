@@ -4,7 +4,7 @@
 //!
 //! Compiles `tests/abi/layout.c` (which includes `uapi/rdma/rroce-abi.h`)
 //! with the host C compiler, runs it, and compares every size, alignment,
-//! field offset, field size and constant it prints with `src/abi.rs`. Fails
+//! field offset, field size and constant it prints with `src/abi/`. Fails
 //! on any difference and on any type, field or constant present on one side
 //! only. Each side's field list must also tile its struct (no gaps, nothing
 //! past the end), so a field left out of either list, or implicit padding,
@@ -399,11 +399,11 @@ fn compare(c: &Side, r: &Side) -> (Vec<String>, usize) {
         let (ct, rt) = match (c.types.get(name), r.types.get(name)) {
             (Some(ct), Some(rt)) => (ct, rt),
             (Some(_), None) => {
-                errors.push(format!("{name}: in the C header but not in src/abi.rs"));
+                errors.push(format!("{name}: in the C header but not in src/abi/"));
                 continue;
             }
             _ => {
-                errors.push(format!("{name}: in src/abi.rs but not in the C header"));
+                errors.push(format!("{name}: in src/abi/ but not in the C header"));
                 continue;
             }
         };
@@ -471,7 +471,7 @@ fn c_header_and_rust_mirror_agree() {
     }
     assert!(
         errors.is_empty(),
-        "{} ABI mismatch(es) between uapi/rdma/rroce-abi.h and src/abi.rs (see above)",
+        "{} ABI mismatch(es) between uapi/rdma/rroce-abi.h and src/abi/ (see above)",
         errors.len()
     );
     let fields: usize = r.types.values().map(|t| t.rows.len()).sum();

@@ -218,7 +218,7 @@ impl<'a> Packet<'a> {
     }
 
     /// The ICRC as stored in the trailer, read least significant byte first
-    /// as rxe does, so it compares equal to [`super::icrc::compute`]'s result.
+    /// as rxe does, so it compares equal to [`crate::engine::icrc::compute`]'s result.
     pub const fn icrc(&self) -> u32 {
         u32::from_le_bytes(self.icrc)
     }
@@ -288,7 +288,7 @@ fn check_mtu(info: &OpInfo, len: usize, mtu: u32) -> Result<(), ParseError> {
 /// (first and middle packets exactly one MTU, last packets 1 to MTU bytes,
 /// only packets at most one MTU); pass `None` where it is not known.
 ///
-/// The ICRC itself is not checked here; see [`super::icrc::verify`].
+/// The ICRC itself is not checked here; see [`crate::engine::icrc::verify`].
 pub fn parse(buf: &[u8], path_mtu: Option<u32>) -> Result<Packet<'_>, ParseError> {
     let len = buf.len();
     let too_short = |needed| ParseError::TooShort { len, needed };
@@ -393,7 +393,7 @@ fn write_headers(h: &Headers, payload_len: usize, buf: &mut [u8]) -> Result<usiz
 }
 
 /// Writes a whole packet to the start of `buf`: headers, `payload`, zeroed
-/// pad and a zeroed ICRC trailer for [`super::icrc::generate`] to fill in.
+/// pad and a zeroed ICRC trailer for [`crate::engine::icrc::generate`] to fill in.
 /// Returns the packet's length (the UDP payload length).
 pub fn build(h: &Headers, payload: &[u8], buf: &mut [u8]) -> Result<usize, BuildError> {
     let len = buf.len();
