@@ -100,8 +100,16 @@ macro_rules! consts {
     };
 }
 
+/// Everything `src/abi/` declares: its types, then its constants.
 fn rust_side() -> Side {
     let mut s = Side::default();
+    rust_types(&mut s);
+    rust_consts(&mut s);
+    s
+}
+
+/// Adds every ABI type of `src/abi/` to `s`.
+fn rust_types(s: &mut Side) {
     ty!(s, QueueBuf => "rroce_queue_buf" {
         log2_elem_size, index_mask, pad_1, producer_index, pad_2, consumer_index, pad_3, data
     });
@@ -158,7 +166,10 @@ fn rust_side() -> Side {
         "ex.imm_data" = ex: u32,
         "ex.invalidate_rkey" = ex: u32,
     });
+}
 
+/// Adds every ABI constant of `src/abi/` to `s`.
+fn rust_consts(s: &mut Side) {
     consts!(s, DRIVER_ID, UVERBS_ABI_VERSION, ABI_MINOR);
     consts!(
         s,
@@ -272,7 +283,6 @@ fn rust_side() -> Side {
         LOCAL_CA_ACK_DELAY,
         VENDOR_ID,
     );
-    s
 }
 
 /// Builds and runs tests/abi/layout.c (once per test process); returns its
