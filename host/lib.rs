@@ -2,7 +2,7 @@
 
 //! Host build of rroce's engine core.
 //!
-//! The files under `src/engine/` and `src/abi.rs` are the very files Kbuild
+//! The files under `src/engine/` and `src/abi/` are the very files Kbuild
 //! compiles into `rroce.ko`; they use only `core`, so they also build here,
 //! where `cargo test`, property tests, the fuzzer and loom can reach them.
 
@@ -11,5 +11,5 @@
 #[path = "../src/engine/mod.rs"]
 pub mod engine;
 
-#[path = "../src/abi.rs"]
+#[path = "../src/abi/mod.rs"]
 pub mod abi;

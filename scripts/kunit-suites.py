@@ -4,8 +4,10 @@
 
   kunit-suites.py --list      print every suite name (for scripts/ktap.py)
   kunit-suites.py --coverage  check that every `selftest` function of the
-                              engine core (src/engine/*.rs) has a KUnit case
-                              in src/test/kunit.rs; exit 1 naming what is missing
+                              engine core (src/engine/, an inline
+                              `pub mod selftest { .. }` or a `selftest.rs`
+                              file) has a KUnit case in src/test/kunit.rs; exit 1
+                              naming what is missing
 """
 import pathlib
 import re
@@ -15,6 +17,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 SUITE_MACRO = re.compile(r"selftest_suite!\(\s*(\w+)\s*,\s*([\w:]+)\s*,\s*\[([^\]]*)\]", re.S)
 KUNIT_ATTR = re.compile(r"#\[kunit_tests\((\w+)\)\]")
 SELFTEST_FN = re.compile(r"^    pub fn (\w+)\(\) -> Result<\(\), &'static str>", re.M)
+SELFTEST_FILE_FN = re.compile(r"^pub fn (\w+)\(\) -> Result<\(\), &'static str>", re.M)
 
 
 def suites():
@@ -26,6 +29,31 @@ def suites():
     return sorted(names)
 
 
+def module_path(f):
+    """`crate::` path of the module that source file `f` defines."""
+    parts = list(f.relative_to(ROOT / "src").with_suffix("").parts)
+    if parts[-1] == "mod":
+        parts.pop()
+    return "::".join(["crate"] + parts)
+
+
+def selftests():
+    """(module path, selftest functions) of every engine selftest module,
+    whether written inline (`pub mod selftest { .. }`, functions indented
+    once) or as its own `selftest.rs` file (functions at the top level)."""
+    found = []
+    for f in sorted((ROOT / "src/engine").rglob("*.rs")):
+        text = f.read_text()
+        path = module_path(f)
+        if f.name == "selftest.rs":
+            found.append((path, SELFTEST_FILE_FN.findall(text)))
+            continue
+        i = text.find("pub mod selftest {")
+        if i >= 0:
+            found.append((f"{path}::selftest", SELFTEST_FN.findall(text[i:])))
+    return found
+
+
 def coverage():
     kunit = (ROOT / "src/test/kunit.rs").read_text()
     wrapped = {}
@@ -33,13 +61,8 @@ def coverage():
         path = m.group(2)
         wrapped[path] = {c.strip() for c in m.group(3).split(",") if c.strip()}
     missing = 0
-    for f in sorted((ROOT / "src/engine").glob("*.rs")):
-        text = f.read_text()
-        i = text.find("pub mod selftest")
-        if i < 0:
-            continue
-        path = f"crate::engine::{f.stem}::selftest"
-        for fn in SELFTEST_FN.findall(text[i:]):
+    for path, fns in selftests():
+        for fn in fns:
             if fn not in wrapped.get(path, set()):
                 print(f"kunit-coverage: {path}::{fn} has no KUnit case in src/test/kunit.rs")
                 missing += 1

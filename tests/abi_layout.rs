@@ -4,7 +4,7 @@
 //!
 //! Compiles `tests/abi/layout.c` (which includes `uapi/rdma/rroce-abi.h`)
 //! with the host C compiler, runs it, and compares every size, alignment,
-//! field offset, field size and constant it prints with `src/abi.rs`. Fails
+//! field offset, field size and constant it prints with `src/abi/`. Fails
 //! on any difference and on any type, field or constant present on one side
 //! only. Each side's field list must also tile its struct (no gaps, nothing
 //! past the end), so a field left out of either list, or implicit padding,
@@ -100,8 +100,16 @@ macro_rules! consts {
     };
 }
 
+/// Everything `src/abi/` declares: its types, then its constants.
 fn rust_side() -> Side {
     let mut s = Side::default();
+    rust_types(&mut s);
+    rust_consts(&mut s);
+    s
+}
+
+/// Adds every ABI type of `src/abi/` to `s`.
+fn rust_types(s: &mut Side) {
     ty!(s, QueueBuf => "rroce_queue_buf" {
         log2_elem_size, index_mask, pad_1, producer_index, pad_2, consumer_index, pad_3, data
     });
@@ -158,7 +166,10 @@ fn rust_side() -> Side {
         "ex.imm_data" = ex: u32,
         "ex.invalidate_rkey" = ex: u32,
     });
+}
 
+/// Adds every ABI constant of `src/abi/` to `s`.
+fn rust_consts(s: &mut Side) {
     consts!(s, DRIVER_ID, UVERBS_ABI_VERSION, ABI_MINOR);
     consts!(
         s,
@@ -272,7 +283,6 @@ fn rust_side() -> Side {
         LOCAL_CA_ACK_DELAY,
         VENDOR_ID,
     );
-    s
 }
 
 /// Builds and runs tests/abi/layout.c (once per test process); returns its
@@ -399,11 +409,11 @@ fn compare(c: &Side, r: &Side) -> (Vec<String>, usize) {
         let (ct, rt) = match (c.types.get(name), r.types.get(name)) {
             (Some(ct), Some(rt)) => (ct, rt),
             (Some(_), None) => {
-                errors.push(format!("{name}: in the C header but not in src/abi.rs"));
+                errors.push(format!("{name}: in the C header but not in src/abi/"));
                 continue;
             }
             _ => {
-                errors.push(format!("{name}: in src/abi.rs but not in the C header"));
+                errors.push(format!("{name}: in src/abi/ but not in the C header"));
                 continue;
             }
         };
@@ -471,7 +481,7 @@ fn c_header_and_rust_mirror_agree() {
     }
     assert!(
         errors.is_empty(),
-        "{} ABI mismatch(es) between uapi/rdma/rroce-abi.h and src/abi.rs (see above)",
+        "{} ABI mismatch(es) between uapi/rdma/rroce-abi.h and src/abi/ (see above)",
         errors.len()
     );
     let fields: usize = r.types.values().map(|t| t.rows.len()).sum();

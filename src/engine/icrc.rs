@@ -347,6 +347,7 @@ pub fn generate(packet: &mut [u8]) -> Result<u32, IcrcError> {
 
 /// Deterministic, allocation-free checks of the ICRC, shared by the host
 /// tests and KUnit.
+#[cfg(any(test, CONFIG_KUNIT))]
 pub mod selftest {
     use super::{crc32_le, start, verify, Crc32, IcrcError, ICRC_SEED};
 

@@ -109,6 +109,7 @@ impl<const N: usize> IndexAllocator<N> {
 }
 
 /// Checks shared by the host tests and KUnit.
+#[cfg(any(test, CONFIG_KUNIT))]
 pub mod selftest {
     use super::{IndexAllocator, IndexError};
 

@@ -6,6 +6,10 @@
 //! same files compile into the module (tested by KUnit through the
 //! `selftest` functions each submodule exports) and on the host (`cargo test`,
 //! property tests, fuzzing, loom). Kernel glue lives outside `src/engine/`.
+//!
+//! The `selftest` modules are test code: they are built only for host tests
+//! (`cfg(test)`) and for kernels with `CONFIG_KUNIT`, so a module built
+//! against a kernel without KUnit carries none of them.
 
 pub mod icrc;
 pub mod index;

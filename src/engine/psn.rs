@@ -175,6 +175,7 @@ impl core::fmt::Display for Psn {
 
 /// Deterministic, allocation-free checks of the PSN arithmetic, shared by
 /// the host tests and KUnit.
+#[cfg(any(test, CONFIG_KUNIT))]
 pub mod selftest {
     use super::{Psn, PsnClass, PSN_HALF, PSN_MASK};
     use core::cmp::Ordering;

@@ -9,7 +9,7 @@
  *   const <NAME> <value>
  *
  * tests/abi_layout.rs compiles and runs this and compares each line with
- * the Rust mirror in src/abi.rs. Every field of every type must be listed
+ * the Rust mirror in src/abi/. Every field of every type must be listed
  * here: the test also checks that the listed fields of each struct tile it
  * with no gap, so a field missing from this list (or implicit padding)
  * fails the test.
