@@ -20,8 +20,10 @@ mod mr;
 mod net;
 mod qp;
 mod rdma;
+mod recv;
 mod table;
 mod transport;
+mod verbs;
 
 module! {
     type: Rroce,
