@@ -725,12 +725,12 @@ fn device_ops() -> sys::ib_device_ops {
     ops.get_hw_stats = Some(crate::counters::get_hw_stats);
     // QPs: user RC and UD QPs, kernel RC QPs (`post_send`/`post_recv` with
     // work requests).
-    ops.create_qp = Some(crate::qp::create_qp);
-    ops.modify_qp = Some(crate::qp::modify_qp);
-    ops.query_qp = Some(crate::qp::query_qp);
-    ops.destroy_qp = Some(crate::qp::destroy_qp);
-    ops.post_send = Some(crate::qp::post_send);
-    ops.post_recv = Some(crate::qp::post_recv);
+    ops.create_qp = Some(crate::verbs::qp::create_qp);
+    ops.modify_qp = Some(crate::verbs::qp::modify_qp);
+    ops.query_qp = Some(crate::verbs::qp::query_qp);
+    ops.destroy_qp = Some(crate::verbs::qp::destroy_qp);
+    ops.post_send = Some(crate::verbs::qp::post_send);
+    ops.post_recv = Some(crate::verbs::qp::post_recv);
     ops.size_ib_qp = size_of::<crate::qp::RroceQp>();
     ops.size_ib_ucontext = size_of::<RroceUcontext>();
     ops.size_ib_pd = size_of::<RrocePd>();

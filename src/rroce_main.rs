@@ -18,10 +18,12 @@ mod mr;
 mod net;
 mod qp;
 mod rdma;
+mod recv;
 mod table;
 #[cfg(CONFIG_KUNIT)]
 mod test;
 mod transport;
+mod verbs;
 
 module! {
     type: Rroce,

@@ -1,0 +1,23 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! RoCEv2 encapsulation: UDP tunnel sockets, received and sent packets.
+//!
+//! Every network namespace with an rroce device has a UDP tunnel socket on
+//! port 4791 for IPv4 and one for IPv6 (created with the namespace's first
+//! device, released with its last). Only one socket per namespace can own
+//! the port: a namespace where rdma_rxe already listens gets a clear error
+//! at `rdma link add` (see `Documentation/device.rst`).
+//!
+//! Received packets arrive in softirq context through the tunnel's
+//! `encap_rcv` (`sock.rs`); they are linearized and handed to the receive
+//! path (`crate::recv`) as a [`Received`] packet. Outgoing packets are built
+//! by the transport into an skb that has room for the IP and UDP headers
+//! (`skb.rs`), which the C helper pushes after the route lookup (as
+//! rdma_rxe's `prepare4/6`); the ICRC is computed over the final packet
+//! there, then `ip_local_out` sends it.
+
+mod skb;
+mod sock;
+
+pub(crate) use skb::{alloc, Skb};
+pub(crate) use sock::{get, init, net_of, put, Received};

@@ -1,0 +1,111 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Socket buffers: an owned skb, allocated for a RoCEv2 packet and sent
+//! after the route lookup with its ICRC written.
+
+use core::ptr::{null_mut, NonNull};
+
+use kernel::prelude::*;
+
+use crate::{
+    ah::{AddressVector, NetworkType},
+    counters::{Counter, Counters},
+    engine::icrc,
+    rdma::sys,
+};
+
+/// An skb owned by rroce; freed on drop unless sent.
+///
+/// # Invariants
+///
+/// `0` points at an skb nobody else owns; `1` is null or points at `2`
+/// bytes of its linear data, owned with it.
+pub(crate) struct Skb(NonNull<sys::sk_buff>, *mut u8, usize);
+
+// SAFETY: an owned skb may be sent and freed from any context.
+unsafe impl Send for Skb {}
+
+impl Drop for Skb {
+    fn drop(&mut self) {
+        // SAFETY: owned (type invariant).
+        unsafe { sys::rroce_helper_kfree_skb(self.0.as_ptr()) };
+    }
+}
+
+impl Skb {
+    /// Takes ownership of `skb`, a received packet.
+    ///
+    /// # Safety
+    ///
+    /// Nobody else owns `skb` (the stack handed it over).
+    pub(super) unsafe fn from_received(skb: NonNull<sys::sk_buff>) -> Self {
+        // INVARIANT: owned per the caller; no packet bytes borrowed.
+        Skb(skb, null_mut(), 0)
+    }
+
+    /// The skb, still owned by `self`.
+    pub(super) fn as_ptr(&self) -> *mut sys::sk_buff {
+        self.0.as_ptr()
+    }
+
+    /// The packet bytes (BTH through ICRC) of a new skb from [`alloc`].
+    pub(crate) fn buf(&mut self) -> &mut [u8] {
+        if self.1.is_null() {
+            return &mut [];
+        }
+        // SAFETY: `2` bytes at `1` are ours (type invariant), borrowed
+        // mutably through `self`.
+        unsafe { core::slice::from_raw_parts_mut(self.1, self.2) }
+    }
+
+    /// Routes the packet, pushes the UDP and IP headers, writes the ICRC
+    /// and sends it.
+    pub(crate) fn send(self, av: &AddressVector, sport: u16, counters: &Counters) -> Result {
+        let ipv6 = av.network == NetworkType::Ipv6;
+        let mut l3: *mut u8 = null_mut();
+        let mut l3_len: u32 = 0;
+        // SAFETY: we own the skb; the GIDs are 16 bytes.
+        let err = unsafe {
+            sys::rroce_helper_tx_prepare(
+                self.0.as_ptr(),
+                ipv6,
+                av.sgid.as_ptr(),
+                av.dgid.as_ptr(),
+                sport,
+                av.traffic_class,
+                if av.hop_limit == 0 { 64 } else { av.hop_limit },
+                &mut l3,
+                &mut l3_len,
+            )
+        };
+        if err != 0 {
+            counters.inc(Counter::NoRoute);
+            return Err(Error::from_errno(err));
+        }
+        // SAFETY: the helper returned the skb's linear network header
+        // through its tail, which we own.
+        let pkt = unsafe { core::slice::from_raw_parts_mut(l3, l3_len as usize) };
+        if icrc::generate(pkt).is_err() {
+            return Err(EINVAL);
+        }
+        let skb = self.0.as_ptr();
+        core::mem::forget(self);
+        counters.inc(Counter::SentPkts);
+        // SAFETY: consumes the skb, whatever the result.
+        let _ = unsafe { sys::rroce_helper_tx_send(skb) };
+        Ok(())
+    }
+}
+
+/// Allocates an skb for a RoCEv2 packet of `len` bytes (BTH through ICRC)
+/// on `ndev`; the caller fills `data`.
+pub(crate) fn alloc(ndev: *mut sys::net_device, ipv6: bool, len: usize) -> Option<Skb> {
+    let len32 = u32::try_from(len).ok()?;
+    let mut data: *mut u8 = null_mut();
+    // SAFETY: `ndev` is live (the callers hold the RCU read lock and found
+    // it in the device).
+    let skb = unsafe { sys::rroce_helper_tx_alloc(ndev, ipv6, len32, &mut data) };
+    let skb = NonNull::new(skb)?;
+    // INVARIANT: the helper put `len` bytes at `data`, owned with the skb.
+    Some(Skb(skb, data, len))
+}

@@ -1,0 +1,194 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The per-namespace UDP tunnel sockets on port 4791 and their receive
+//! callback, which hands each packet to `crate::recv`.
+
+use core::ptr::{null_mut, NonNull};
+
+use kernel::{ffi::c_int, prelude::*};
+
+use super::Skb;
+use crate::rdma::sys;
+
+/// A received packet, from its IP header to its tail, and the netdev it
+/// arrived on, for as long as the tunnel's receive callback runs.
+///
+/// # Invariants
+///
+/// `ndev` is the live netdev the packet arrived on (softirq context, for
+/// `'a`).
+pub(crate) struct Received<'a> {
+    pkt: &'a [u8],
+    ndev: *mut sys::net_device,
+}
+
+impl<'a> Received<'a> {
+    /// The linear packet from the IP header to the tail (which may hold
+    /// padding after the UDP payload).
+    pub(crate) fn bytes(&self) -> &'a [u8] {
+        self.pkt
+    }
+
+    /// The receiving netdev.
+    pub(crate) fn netdev(&self) -> *mut sys::net_device {
+        self.ndev
+    }
+
+    /// The receiving netdev's namespace key (see [`net_of`]).
+    pub(crate) fn net(&self) -> usize {
+        // SAFETY: the receiving netdev is live (type invariant).
+        unsafe { net_of(self.ndev) }
+    }
+}
+
+/// The UDP sockets of one network namespace.
+///
+/// # Invariants
+///
+/// `users == 0` for a free slot; otherwise `net` is the namespace of
+/// `users` live rroce devices and the sockets are ours.
+#[derive(Clone, Copy)]
+struct NetSocks {
+    net: usize,
+    sock4: usize,
+    sock6: usize,
+    users: u32,
+}
+
+const MAX_NETS: usize = 64;
+
+struct SockTable {
+    slots: [NetSocks; MAX_NETS],
+}
+
+kernel::sync::global_lock! {
+    // SAFETY: `init` runs in module init before any device exists.
+    unsafe(uninit) static SOCKS: Mutex<SockTable> = SockTable {
+        slots: [NetSocks { net: 0, sock4: 0, sock6: 0, users: 0 }; MAX_NETS],
+    };
+}
+
+/// Initializes the socket table (module init).
+pub(crate) fn init() {
+    // SAFETY: called once, first.
+    unsafe { SOCKS.init() };
+}
+
+/// The tunnel's receive callback.
+///
+/// # Safety
+///
+/// Called by the UDP stack in softirq context with an skb we now own, whose
+/// data starts at the UDP header.
+unsafe extern "C" fn encap_rcv(_sk: *mut sys::sock, skb: *mut sys::sk_buff) -> c_int {
+    let Some(skb) = NonNull::new(skb) else {
+        return 0;
+    };
+    // SAFETY: the stack passed us the skb.
+    let skb = unsafe { Skb::from_received(skb) };
+    receive(&skb);
+    0
+}
+
+/// Linearizes a received packet and hands it to the receive path; the skb
+/// is freed when the caller drops it.
+fn receive(skb: &Skb) {
+    let mut ndev = null_mut();
+    let mut l3: *mut u8 = null_mut();
+    let mut l3_len: u32 = 0;
+    // SAFETY: we own the skb.
+    if unsafe { sys::rroce_helper_rx_skb(skb.as_ptr(), &mut ndev, &mut l3, &mut l3_len) } != 0 {
+        return;
+    }
+    // SAFETY: the linear packet from the network header to the tail,
+    // owned with the skb, which outlives this borrow.
+    let pkt = unsafe { core::slice::from_raw_parts(l3, l3_len as usize) };
+    // INVARIANT: the netdev the packet arrived on, live in softirq context.
+    crate::recv::receive(&Received { pkt, ndev });
+}
+
+/// Takes a reference on the sockets of `ndev`'s namespace, creating them
+/// for its first device.
+///
+/// # Safety
+///
+/// `ndev` is a live netdev.
+pub(crate) unsafe fn get(ndev: *mut sys::net_device) -> Result {
+    // SAFETY: live per the caller.
+    let net = unsafe { sys::rroce_helper_dev_net(ndev) } as usize;
+    let mut t = SOCKS.lock();
+    if let Some(s) = t.slots.iter_mut().find(|s| s.users != 0 && s.net == net) {
+        s.users += 1;
+        return Ok(());
+    }
+    let slot = t.slots.iter_mut().find(|s| s.users == 0).ok_or(ENOSPC)?;
+    let mut err: c_int = 0;
+    // SAFETY: `net` is live (the netdev holds it); `encap_rcv` is static.
+    let sock4 = unsafe {
+        sys::rroce_helper_udp_sock(net as *mut sys::net, false, Some(encap_rcv), &mut err)
+    };
+    if sock4.is_null() {
+        pr_err!(
+            "cannot bind UDP port 4791 in this network namespace ({}): is rdma_rxe using it?\n",
+            err
+        );
+        return Err(Error::from_errno(err));
+    }
+    // SAFETY: as above.
+    let sock6 = unsafe {
+        sys::rroce_helper_udp_sock(net as *mut sys::net, true, Some(encap_rcv), &mut err)
+    };
+    if sock6.is_null() {
+        pr_err!(
+            "cannot bind UDP/IPv6 port 4791 in this network namespace ({})\n",
+            err
+        );
+        // SAFETY: created above, unused.
+        unsafe { sys::rroce_helper_udp_sock_release(sock4) };
+        return Err(Error::from_errno(err));
+    }
+    // INVARIANT: a fresh slot with one user and our sockets.
+    *slot = NetSocks {
+        net,
+        sock4: sock4 as usize,
+        sock6: sock6 as usize,
+        users: 1,
+    };
+    Ok(())
+}
+
+/// Drops a reference taken by [`get`] for a device on a netdev of `net`.
+pub(crate) fn put(net: usize) {
+    let mut t = SOCKS.lock();
+    let Some(s) = t.slots.iter_mut().find(|s| s.users != 0 && s.net == net) else {
+        return;
+    };
+    s.users -= 1;
+    if s.users == 0 {
+        let (s4, s6) = (s.sock4, s.sock6);
+        *s = NetSocks {
+            net: 0,
+            sock4: 0,
+            sock6: 0,
+            users: 0,
+        };
+        // SAFETY: ours (type invariant), no longer listed.
+        unsafe {
+            sys::rroce_helper_udp_sock_release(s6 as *mut sys::sock);
+            sys::rroce_helper_udp_sock_release(s4 as *mut sys::sock);
+            // Receive callbacks still running finish before the module can
+            // go away.
+            sys::rroce_helper_synchronize_rcu();
+        }
+    }
+}
+
+/// The namespace key [`put`] takes for `ndev`.
+///
+/// # Safety
+///
+/// `ndev` is a live netdev.
+pub(crate) unsafe fn net_of(ndev: *mut sys::net_device) -> usize {
+    // SAFETY: live per the caller.
+    unsafe { sys::rroce_helper_dev_net(ndev) as usize }
+}

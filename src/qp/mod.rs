@@ -1,0 +1,838 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Queue pairs: objects, rings and the IB state machine.
+//!
+//! A user QP owns a send queue and (without an SRQ) a receive queue, each a
+//! [`QueueBuf`] ring in the layout rdma-core's rxe provider writes
+//! (`struct rroce_send_wqe` / `rroce_recv_wqe` elements) and mapped into the
+//! process; the kernel is the consumer of both, through the engine's
+//! [`Consumer`], which validates every producer index read from the shared
+//! header. State transitions are checked with the RDMA core's
+//! `ib_modify_qp_is_ok` (the IBTA table), attribute values against rroce's
+//! limits.
+//!
+//! The RC transport (`crate::transport`) runs under the QP lock from the
+//! send-queue doorbell, from received packets and from the QP's timer.
+//! A UD QP's doorbell sends each WQE as one datagram; received datagrams
+//! fill its receive WQEs (see the UD part of `crate::transport`).
+//!
+//! Kernel consumers get RC, UD and GSI QPs whose rings live in kernel
+//! memory only: `post_send`/`post_recv` encode each work request into the
+//! next ring slot exactly as librxe would (the kernel is then both producer
+//! and consumer), so the transport copies and validates kernel and user
+//! WQEs through the same path. Their SGEs may use the PD's DMA MR (kernel
+//! virtual addresses). The GSI QP is QP 1, one per device, created by the
+//! MAD layer; the RDMA CM exchanges its MADs over it.
+//!
+//! Locking: `QpState::inner` (IRQ-safe spinlock) protects the state, the
+//! attributes, the ring indices and the transport; the ring buffers are
+//! only allocated at create and freed at destroy. Packets are built under
+//! the lock and sent after it is dropped, in order (`flush_tx`).
+//!
+//! The `ib_device_ops` entry points are in `crate::verbs::qp`; they turn
+//! the core's raw pointers into the types used here. `post.rs` encodes a
+//! kernel consumer's work requests, `tx.rs` runs the send queue and sends
+//! what the transport built; received packets come through `crate::recv`.
+
+mod post;
+mod tx;
+
+use core::{
+    cell::UnsafeCell,
+    mem::size_of,
+    pin::Pin,
+    sync::atomic::{AtomicBool, Ordering},
+};
+
+use kernel::{
+    new_spinlock_irq,
+    prelude::*,
+    sync::{rcu, SpinLockIrq},
+};
+
+use crate::{
+    ah::AddressVector,
+    device::{limits, RroceDev},
+    engine::ring::{offset, Consumer, Layout, Producer},
+    net::Skb,
+    rdma::{mmap::QueueBuf, sys},
+    transport::{self, Ctx, Req, Resp, RespQueue, SendOp},
+};
+
+pub(crate) use post::{RecvWr, Remote, SendWr, WrList};
+
+/// A ring buffer of at least `max_wr` elements of `elem` bytes, with its
+/// consumer.
+///
+/// # Safety
+///
+/// `uctx` is null (a kernel QP) or the live ucontext of the creating
+/// process.
+unsafe fn new_ring(
+    max_wr: u32,
+    elem: usize,
+    uctx: *mut sys::ib_ucontext,
+) -> Result<(QueueBuf, Consumer, Layout)> {
+    let layout = Layout::new(max_wr, elem).map_err(|_| EINVAL)?;
+    // SAFETY: forwarded from the caller.
+    let buf = unsafe { QueueBuf::new(layout.total_bytes(), uctx)? };
+    buf.header_word(offset::LOG2_ELEM_SIZE)
+        .store(layout.log2_elem_size(), Ordering::Relaxed);
+    buf.header_word(offset::INDEX_MASK)
+        .store(layout.index_mask(), Ordering::Relaxed);
+    layout.init_indices(&buf, 0).map_err(|_| EINVAL)?;
+    Ok((buf, Consumer::new(layout), layout))
+}
+
+/// The attributes `modify_qp` sets, as validated copies.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct QpAttrs {
+    pub(crate) path_mtu: sys::ib_mtu,
+    pub(crate) qkey: u32,
+    pub(crate) rq_psn: u32,
+    pub(crate) sq_psn: u32,
+    pub(crate) dest_qpn: u32,
+    pub(crate) access: u32,
+    pub(crate) pkey_index: u16,
+    pub(crate) port: u32,
+    pub(crate) max_rd_atomic: u8,
+    pub(crate) max_dest_rd_atomic: u8,
+    pub(crate) min_rnr_timer: u8,
+    pub(crate) timeout: u8,
+    pub(crate) retry_cnt: u8,
+    pub(crate) rnr_retry: u8,
+    pub(crate) av: Option<AddressVector>,
+}
+
+/// What the QP lock protects.
+pub(crate) struct QpInner {
+    pub(crate) state: sys::ib_qp_state,
+    pub(crate) attrs: QpAttrs,
+    /// Caps reported at create (the rounded-up ones).
+    cap: sys::ib_qp_cap,
+    /// Consumer side of the send and receive rings.
+    pub(crate) sq: Consumer,
+    pub(crate) rq: Consumer,
+    /// Producer side of both rings, used by kernel QPs (`post_send` and
+    /// `post_recv` with work requests); a user QP's process produces.
+    sq_prod: Producer,
+    rq_prod: Producer,
+    pub(crate) req: Req,
+    pub(crate) resp: Resp,
+    /// Responses not yet built (see `RespQueue`).
+    pub(crate) resp_q: RespQueue,
+    /// Validated send WQEs, one per ring slot.
+    pub(crate) ops: KVVec<SendOp>,
+    /// Kernel copies of the send ring's slots (`sq_elem` bytes each).
+    pub(crate) sq_shadow: KVVec<u8>,
+    /// Kernel copy of the receive WQE being filled.
+    pub(crate) rq_shadow: KVVec<u8>,
+    /// Packets to send once the lock is dropped.
+    pub(crate) tx: KVec<Skb>,
+    /// Datagrams (each with its own address) left to the work item by a
+    /// poster that had interrupts off.
+    ud_tx: KVec<transport::Datagram>,
+    /// Path MTU in bytes (RTR onwards).
+    pub(crate) mtu: u32,
+    /// UDP source port (from the QP numbers, for ECMP entropy).
+    sport: u16,
+    /// Set by `destroy_qp`: the transport no longer touches the QP.
+    dead: bool,
+}
+
+/// A QP's state, shared with the transport.
+///
+/// # Invariants
+///
+/// `dev`, `pd`, `send_cq` and `recv_cq` are the QP's device, PD and CQs,
+/// which outlive it (the RDMA core holds use counts on them). `timer` is
+/// null or a timer whose callback receives this state, shut down before
+/// the state is freed.
+#[pin_data]
+pub(crate) struct QpState {
+    #[pin]
+    pub(crate) inner: SpinLockIrq<QpInner>,
+    qp_type: sys::ib_qp_type,
+    pub(crate) qpn: u32,
+    dev: *const RroceDev,
+    pub(crate) pd: *mut sys::ib_pd,
+    pub(crate) send_cq: *mut sys::ib_cq,
+    pub(crate) recv_cq: *mut sys::ib_cq,
+    pub(crate) sig_all: bool,
+    /// The core's QP (for kernel completions' `ib_wc::qp`).
+    pub(crate) ibqp: *mut sys::ib_qp,
+    /// A kernel consumer's QP: its rings are not mapped anywhere, work
+    /// requests come through `post_send`/`post_recv`, and its SGEs may use
+    /// the PD's DMA MR.
+    pub(crate) kernel: bool,
+    pub(crate) sq_buf: QueueBuf,
+    pub(crate) rq_buf: Option<QueueBuf>,
+    pub(crate) sq_elem: usize,
+    pub(crate) rq_elem: usize,
+    pub(crate) sq_max_sge: u32,
+    pub(crate) sq_max_inline: u32,
+    pub(crate) rq_max_sge: u32,
+    pub(crate) timer: *mut sys::rroce_timer,
+    /// Someone is sending the packets in `QpInner::tx`.
+    tx_busy: AtomicBool,
+    /// Sends what softirq context left in `QpInner::tx` (initialized once
+    /// the state is pinned, cancelled before it is freed).
+    tx_work: UnsafeCell<sys::work_struct>,
+}
+
+// SAFETY: the raw pointers name objects that outlive the QP and are safe to
+// use from any context (type invariant); everything mutable is behind the
+// lock or atomic.
+unsafe impl Sync for QpState {}
+// SAFETY: as above.
+unsafe impl Send for QpState {}
+
+/// rroce's QP: the core allocates it (`size_ib_qp`).
+///
+/// # Invariants
+///
+/// `ibqp` is first, so the core's `*mut ib_qp` is a `*mut RroceQp`; the
+/// core allocated it for one of rroce's devices (`ibqp.device`).
+/// `state` is null until `create_qp` succeeds, then a pinned
+/// `KBox<QpState>` leaked until `destroy_qp`. `qpn_index` is the QP
+/// number's allocator index once created.
+#[repr(C)]
+pub(crate) struct RroceQp {
+    ibqp: sys::ib_qp,
+    state: *mut QpState,
+}
+
+/// QP numbers 0 and 1 are the special QPs; user QPs get 2 and up.
+const FIRST_QPN: u32 = 2;
+
+fn mask_has(mask: u32, bit: u32) -> bool {
+    mask & bit != 0
+}
+
+/// QP access flags: which remote operations the responder allows. Unlike
+/// MR access, remote write needs no local write here.
+fn check_qp_access(access: u32) -> Result {
+    let allowed = sys::ib_access_flags_IB_ACCESS_LOCAL_WRITE
+        | sys::ib_access_flags_IB_ACCESS_REMOTE_WRITE
+        | sys::ib_access_flags_IB_ACCESS_REMOTE_READ
+        | sys::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC;
+    if access & !allowed != 0 {
+        return Err(EINVAL);
+    }
+    Ok(())
+}
+
+/// Checks what a process asks for before anything is allocated: the GSI
+/// QP belongs to the kernel's MAD layer, and librxe passes no command data
+/// and expects `rroce_create_qp_resp` (`inlen`, `outlen` of its udata).
+pub(crate) fn check_user_create(
+    init: &sys::ib_qp_init_attr,
+    inlen: usize,
+    outlen: usize,
+) -> Result {
+    if init.qp_type == sys::ib_qp_type_IB_QPT_GSI {
+        return Err(EINVAL);
+    }
+    if inlen != 0 || outlen < size_of::<crate::abi::CreateQpResp>() {
+        return Err(EINVAL);
+    }
+    Ok(())
+}
+
+/// Checks the create attributes (the caps are rroce's limits).
+fn check_init(init: &sys::ib_qp_init_attr) -> Result {
+    match init.qp_type {
+        sys::ib_qp_type_IB_QPT_RC | sys::ib_qp_type_IB_QPT_UD | sys::ib_qp_type_IB_QPT_GSI => {}
+        _ => return Err(EOPNOTSUPP),
+    }
+    if init.create_flags != 0 || !init.srq.is_null() || !init.xrcd.is_null() {
+        return Err(EOPNOTSUPP);
+    }
+    if init.send_cq.is_null() || init.recv_cq.is_null() {
+        return Err(EINVAL);
+    }
+    let c = &init.cap;
+    if c.max_send_wr == 0
+        || c.max_send_wr > limits::MAX_QP_WR
+        || c.max_recv_wr > limits::MAX_QP_WR
+        || c.max_send_sge > limits::MAX_SEND_SGE
+        || c.max_recv_sge > limits::MAX_RECV_SGE
+        || c.max_inline_data > crate::abi::MAX_INLINE_DATA
+    {
+        return Err(EINVAL);
+    }
+    Ok(())
+}
+
+/// The send WQE size and the caps it really gives: the SGE/inline area is
+/// `max(sge * 16, inline)` bytes after the 208-byte header, and both caps
+/// grow to fill it (librxe validates posts against the returned caps).
+fn send_geometry(max_send_sge: u32, max_inline: u32) -> (usize, u32, u32) {
+    let sge = size_of::<crate::abi::Sge>();
+    let area = (max_send_sge as usize * sge).max(max_inline as usize);
+    let max_sge = (area / sge) as u32;
+    (
+        size_of::<crate::abi::SendWqe>() + area,
+        max_sge,
+        area as u32,
+    )
+}
+
+/// The receive WQE size for `max_recv_sge` SGEs.
+fn recv_geometry(max_recv_sge: u32) -> usize {
+    size_of::<crate::abi::RecvWqe>() + max_recv_sge.max(1) as usize * size_of::<crate::abi::Sge>()
+}
+
+/// The rings of a new QP, and the kernel copies the transport keeps of
+/// their elements.
+struct Rings {
+    sq_buf: QueueBuf,
+    sq: Consumer,
+    sq_layout: Layout,
+    rq_buf: QueueBuf,
+    rq: Consumer,
+    rq_layout: Layout,
+    max_sge: u32,
+    max_inline: u32,
+    rq_max_sge: u32,
+    ops: KVVec<SendOp>,
+    sq_shadow: KVVec<u8>,
+    rq_shadow: KVVec<u8>,
+    resp_q: RespQueue,
+}
+
+impl Rings {
+    /// Allocates the rings for the (checked) caps `cap`.
+    ///
+    /// # Safety
+    ///
+    /// `uctx` is null (a kernel QP) or the live ucontext of the creating
+    /// process.
+    unsafe fn new(cap: &sys::ib_qp_cap, uctx: *mut sys::ib_ucontext) -> Result<Self> {
+        let (sq_elem, max_sge, max_inline) = send_geometry(cap.max_send_sge, cap.max_inline_data);
+        // SAFETY: `uctx` is this process's live ucontext (caller).
+        let (sq_buf, sq, sq_layout) = unsafe { new_ring(cap.max_send_wr, sq_elem, uctx)? };
+        let recv_wr = cap.max_recv_wr.max(1);
+        let rq_max_sge = cap.max_recv_sge.max(1);
+        let rq_elem = recv_geometry(cap.max_recv_sge);
+        // SAFETY: as above.
+        let (rq_buf, rq, rq_layout) = unsafe { new_ring(recv_wr, rq_elem, uctx)? };
+        // Layouts may round the element size up; the shadows follow them.
+        let sq_elem = sq_layout.elem_size();
+        let rq_elem = rq_layout.elem_size();
+        let slots = sq_layout.index_mask() as usize + 1;
+        let mut ops = KVVec::with_capacity(slots, GFP_KERNEL)?;
+        for _ in 0..slots {
+            ops.push(SendOp::default(), GFP_KERNEL)?;
+        }
+        let sq_shadow = KVVec::from_elem(0u8, slots * sq_elem, GFP_KERNEL)?;
+        let rq_shadow = KVVec::from_elem(0u8, rq_elem, GFP_KERNEL)?;
+        let resp_q = RespQueue::new()?;
+        Ok(Rings {
+            sq_buf,
+            sq,
+            sq_layout,
+            rq_buf,
+            rq,
+            rq_layout,
+            max_sge,
+            max_inline,
+            rq_max_sge,
+            ops,
+            sq_shadow,
+            rq_shadow,
+            resp_q,
+        })
+    }
+
+    /// The caps these rings really give.
+    fn cap(&self) -> sys::ib_qp_cap {
+        sys::ib_qp_cap {
+            max_send_wr: self.sq_layout.capacity(),
+            max_recv_wr: self.rq_layout.capacity(),
+            max_send_sge: self.max_sge,
+            max_recv_sge: self.rq_max_sge,
+            max_inline_data: self.max_inline,
+            max_rdma_ctxs: 0,
+        }
+    }
+
+    /// Where the process maps the rings.
+    fn resp(&self) -> crate::abi::CreateQpResp {
+        crate::abi::CreateQpResp {
+            rq_mi: to_abi(self.rq_buf.mmap_info()),
+            sq_mi: to_abi(self.sq_buf.mmap_info()),
+        }
+    }
+}
+
+fn to_abi(mi: crate::rdma::mmap::MmapInfo) -> crate::abi::MmapInfo {
+    crate::abi::MmapInfo {
+        offset: mi.offset,
+        size: mi.size,
+        pad: 0,
+    }
+}
+
+/// Takes a QP number: 1 for the GSI QP (one per device, its one port),
+/// else one from the device's allocator.
+fn alloc_qpn(dev: &RroceDev, gsi: bool) -> Result<u32> {
+    if gsi {
+        if dev.gsi_taken.swap(true, Ordering::AcqRel) {
+            return Err(EBUSY);
+        }
+        Ok(1)
+    } else {
+        Ok(dev.qp_ids.alloc().map_err(|_| ENOMEM)? + FIRST_QPN)
+    }
+}
+
+/// Gives back a QP number taken by [`alloc_qpn`].
+fn release_qpn(dev: &RroceDev, qpn: u32) -> Result {
+    if qpn == 1 {
+        dev.gsi_taken.store(false, Ordering::Release);
+        Ok(())
+    } else {
+        dev.qp_ids.free(qpn - FIRST_QPN).map_err(|_| EINVAL)
+    }
+}
+
+/// The state of a new QP in RESET, with the rings `r` (not yet started:
+/// no timer, the work item not initialized).
+fn new_state(
+    init: &sys::ib_qp_init_attr,
+    r: Rings,
+    qpn: u32,
+    dev: &RroceDev,
+    qp: &mut RroceQp,
+    kernel: bool,
+) -> impl PinInit<QpState> {
+    let cap = r.cap();
+    let (sq_elem, rq_elem) = (r.sq_layout.elem_size(), r.rq_layout.elem_size());
+    let (qp_type, send_cq, recv_cq) = (init.qp_type, init.send_cq, init.recv_cq);
+    let sig_all = init.sq_sig_type == sys::ib_sig_type_IB_SIGNAL_ALL_WR;
+    let dev = core::ptr::from_ref(dev);
+    let pd = qp.ibqp.pd;
+    let ibqp = core::ptr::from_mut(&mut qp.ibqp);
+    pin_init!(QpState {
+        inner <- new_spinlock_irq!(
+            QpInner {
+                state: sys::ib_qp_state_IB_QPS_RESET,
+                attrs: QpAttrs::default(),
+                cap,
+                sq: r.sq,
+                rq: r.rq,
+                sq_prod: Producer::new(r.sq_layout),
+                rq_prod: Producer::new(r.rq_layout),
+                req: Req::default(),
+                resp: Resp::default(),
+                resp_q: r.resp_q,
+                ops: r.ops,
+                sq_shadow: r.sq_shadow,
+                rq_shadow: r.rq_shadow,
+                tx: KVec::new(),
+                ud_tx: KVec::new(),
+                mtu: 256,
+                sport: 0,
+                dead: false,
+            },
+            "rroce::qp"
+        ),
+        qp_type,
+        qpn,
+        dev,
+        pd,
+        send_cq,
+        recv_cq,
+        sig_all,
+        ibqp,
+        kernel,
+        sq_buf: r.sq_buf,
+        rq_buf: Some(r.rq_buf),
+        sq_elem,
+        rq_elem,
+        sq_max_sge: r.max_sge,
+        sq_max_inline: r.max_inline,
+        rq_max_sge: r.rq_max_sge,
+        timer: core::ptr::null_mut(),
+        tx_busy: AtomicBool::new(false),
+        // SAFETY: an all-zero work_struct is a valid placeholder until
+        // `INIT_WORK` in `tx::start`.
+        tx_work: UnsafeCell::new(unsafe { core::mem::zeroed() }),
+    })
+}
+
+impl RroceQp {
+    /// Creates the QP (RC, UD or GSI) for `init`, whose caps are set to the
+    /// ones really granted. A user QP (`user` holds the process's ucontext
+    /// and where its `rroce_create_qp_resp` goes) gets rings it can map.
+    ///
+    /// # Safety
+    ///
+    /// `self` was allocated by the RDMA core (`size_ib_qp`) for one of
+    /// rroce's devices, with its PD set; `uctx` in `user` is the live
+    /// ucontext of the creating process.
+    pub(crate) unsafe fn create(
+        &mut self,
+        init: &mut sys::ib_qp_init_attr,
+        user: Option<(*mut sys::ib_ucontext, impl FnOnce(&mut [u8]) -> Result)>,
+    ) -> Result {
+        check_init(init)?;
+        let kernel = user.is_none();
+        let uctx = user.as_ref().map_or(core::ptr::null_mut(), |u| u.0);
+        // SAFETY: `uctx` is null or live (caller).
+        let rings = unsafe { Rings::new(&init.cap, uctx)? };
+        let cap = rings.cap();
+        let resp = rings.resp();
+        // SAFETY: the QP belongs to one of our devices (caller).
+        let dev = unsafe { RroceDev::from_ib(self.ibqp.device) };
+        let qpn = alloc_qpn(dev, init.qp_type == sys::ib_qp_type_IB_QPT_GSI)?;
+        let state = match KBox::pin_init(new_state(init, rings, qpn, dev, self, kernel), GFP_KERNEL)
+        {
+            Ok(s) => s,
+            Err(e) => {
+                let _ = release_qpn(dev, qpn);
+                return Err(e);
+            }
+        };
+        if let Some((_, respond)) = user {
+            let mut bytes = resp.to_bytes();
+            if let Err(e) = respond(&mut bytes[..]) {
+                let _ = release_qpn(dev, qpn);
+                return Err(e);
+            }
+        }
+        // SAFETY: we never move out of the box (pinned); it is leaked until
+        // `destroy_qp`.
+        let raw = KBox::into_raw(unsafe { Pin::into_inner_unchecked(state) });
+        // SAFETY: `raw` is pinned, not shared yet, and lives until
+        // `destroy_qp`.
+        if let Err(e) = unsafe { tx::start(raw) } {
+            // SAFETY: not published anywhere yet.
+            drop(unsafe { KBox::from_raw(raw) });
+            let _ = release_qpn(dev, qpn);
+            return Err(e);
+        }
+        // The caps really granted go back to the caller (rdma_rw's contexts
+        // are the core's business).
+        init.cap = sys::ib_qp_cap {
+            max_rdma_ctxs: init.cap.max_rdma_ctxs,
+            ..cap
+        };
+        self.ibqp.qp_num = qpn;
+        // INVARIANT: leaked until `destroy_qp`; never moved (pinned).
+        self.state = raw;
+        // Packets can find the QP from now on.
+        let _ = dev.qps.set(qpn as usize, raw);
+        Ok(())
+    }
+
+    /// The QP's state.
+    ///
+    /// # Safety
+    ///
+    /// `ibqp` is an rroce QP created successfully and not destroyed, alive
+    /// for `'a`.
+    pub(crate) unsafe fn state<'a>(ibqp: *mut sys::ib_qp) -> &'a QpState {
+        // SAFETY: per the type invariant and the caller.
+        unsafe { &*(*ibqp.cast::<RroceQp>()).state }
+    }
+
+    /// Destroys the QP's state (nothing if it was never created): no
+    /// packet, doorbell or timer touches the QP afterwards. Process
+    /// context, after the QP's last use by the core.
+    pub(crate) fn destroy(&mut self) {
+        if self.state.is_null() {
+            return;
+        }
+        // SAFETY: the core allocated the QP for one of our devices, which
+        // outlives it (type invariant).
+        let dev = unsafe { RroceDev::from_ib(self.ibqp.device) };
+        // SAFETY: non-null, so leaked by `create` and live until freed
+        // below (type invariant).
+        let st = unsafe { &*self.state };
+        // The table entry goes, readers inside RCU sections finish, the
+        // timer is shut down.
+        st.inner.lock().dead = true;
+        dev.qps.clear(self.ibqp.qp_num as usize);
+        // SAFETY: process context; nothing can reach the QP through the
+        // table any more.
+        unsafe { sys::rroce_helper_synchronize_rcu() };
+        // SAFETY: created with a timer and work item (`tx::start`); this is
+        // the one destroy.
+        unsafe { tx::stop(st) };
+        if release_qpn(dev, self.ibqp.qp_num).is_err() {
+            pr_warn!("QP {} was not allocated\n", self.ibqp.qp_num);
+        }
+        // SAFETY: leaked in `create` (type invariant); reclaimed once, after
+        // its last user.
+        drop(unsafe { KBox::from_raw(self.state) });
+        self.state = core::ptr::null_mut();
+    }
+}
+
+/// Checks the attributes of a `modify_qp` that do not need the QP lock
+/// (the address vector is converted by the caller).
+pub(crate) fn check_modify(attr: &sys::ib_qp_attr, mask: u32) -> Result {
+    if mask_has(mask, sys::ib_qp_attr_mask_IB_QP_PATH_MTU)
+        && !(sys::ib_mtu_IB_MTU_256..=sys::ib_mtu_IB_MTU_4096).contains(&attr.path_mtu)
+    {
+        return Err(EINVAL);
+    }
+    if mask_has(mask, sys::ib_qp_attr_mask_IB_QP_MAX_QP_RD_ATOMIC)
+        && u32::from(attr.max_rd_atomic) > limits::MAX_QP_INIT_RD_ATOM
+    {
+        return Err(EINVAL);
+    }
+    if mask_has(mask, sys::ib_qp_attr_mask_IB_QP_MAX_DEST_RD_ATOMIC)
+        && u32::from(attr.max_dest_rd_atomic) > limits::MAX_QP_RD_ATOM
+    {
+        return Err(EINVAL);
+    }
+    if mask_has(mask, sys::ib_qp_attr_mask_IB_QP_PORT) && attr.port_num != 1 {
+        return Err(EINVAL);
+    }
+    if mask_has(mask, sys::ib_qp_attr_mask_IB_QP_PKEY_INDEX) && attr.pkey_index != 0 {
+        return Err(EINVAL);
+    }
+    if mask_has(mask, sys::ib_qp_attr_mask_IB_QP_ACCESS_FLAGS) {
+        check_qp_access(attr.qp_access_flags as u32)?;
+    }
+    if (mask_has(mask, sys::ib_qp_attr_mask_IB_QP_RETRY_CNT) && attr.retry_cnt > 7)
+        || (mask_has(mask, sys::ib_qp_attr_mask_IB_QP_RNR_RETRY) && attr.rnr_retry > 7)
+        || (mask_has(mask, sys::ib_qp_attr_mask_IB_QP_TIMEOUT) && attr.timeout > 31)
+        || (mask_has(mask, sys::ib_qp_attr_mask_IB_QP_MIN_RNR_TIMER) && attr.min_rnr_timer > 31)
+    {
+        return Err(EINVAL);
+    }
+    Ok(())
+}
+
+impl QpAttrs {
+    /// Copies the attributes `mask` names from `attr` (checked by
+    /// [`check_modify`]); `av` is the converted address vector, if given.
+    fn apply(&mut self, attr: &sys::ib_qp_attr, mask: u32, av: Option<AddressVector>) {
+        let set = |bit| mask_has(mask, bit);
+        if set(sys::ib_qp_attr_mask_IB_QP_PATH_MTU) {
+            self.path_mtu = attr.path_mtu;
+        }
+        if set(sys::ib_qp_attr_mask_IB_QP_QKEY) {
+            self.qkey = attr.qkey;
+        }
+        if set(sys::ib_qp_attr_mask_IB_QP_RQ_PSN) {
+            self.rq_psn = attr.rq_psn & 0x00ff_ffff;
+        }
+        if set(sys::ib_qp_attr_mask_IB_QP_SQ_PSN) {
+            self.sq_psn = attr.sq_psn & 0x00ff_ffff;
+        }
+        if set(sys::ib_qp_attr_mask_IB_QP_DEST_QPN) {
+            self.dest_qpn = attr.dest_qp_num & 0x00ff_ffff;
+        }
+        if set(sys::ib_qp_attr_mask_IB_QP_ACCESS_FLAGS) {
+            self.access = attr.qp_access_flags as u32;
+        }
+        if set(sys::ib_qp_attr_mask_IB_QP_PKEY_INDEX) {
+            self.pkey_index = attr.pkey_index;
+        }
+        if set(sys::ib_qp_attr_mask_IB_QP_PORT) {
+            self.port = attr.port_num;
+        }
+        if set(sys::ib_qp_attr_mask_IB_QP_MAX_QP_RD_ATOMIC) {
+            self.max_rd_atomic = attr.max_rd_atomic;
+        }
+        if set(sys::ib_qp_attr_mask_IB_QP_MAX_DEST_RD_ATOMIC) {
+            self.max_dest_rd_atomic = attr.max_dest_rd_atomic;
+        }
+        if set(sys::ib_qp_attr_mask_IB_QP_MIN_RNR_TIMER) {
+            self.min_rnr_timer = attr.min_rnr_timer;
+        }
+        if set(sys::ib_qp_attr_mask_IB_QP_TIMEOUT) {
+            self.timeout = attr.timeout;
+        }
+        if set(sys::ib_qp_attr_mask_IB_QP_RETRY_CNT) {
+            self.retry_cnt = attr.retry_cnt;
+        }
+        if set(sys::ib_qp_attr_mask_IB_QP_RNR_RETRY) {
+            self.rnr_retry = attr.rnr_retry;
+        }
+        if av.is_some() {
+            self.av = av;
+        }
+    }
+}
+
+impl QpState {
+    /// A datagram QP: UD, or the GSI QP (UD to the MAD layer's peers).
+    pub(crate) fn is_ud(&self) -> bool {
+        self.qp_type == sys::ib_qp_type_IB_QPT_UD || self.qp_type == sys::ib_qp_type_IB_QPT_GSI
+    }
+
+    /// The QP's device.
+    fn dev(&self) -> &RroceDev {
+        // SAFETY: the device outlives its QPs (type invariant).
+        unsafe { &*self.dev }
+    }
+
+    /// The transport of this QP, entered with its lock held (`inner`)
+    /// inside the RCU read-side section `guard`.
+    fn ctx<'a>(&'a self, inner: &'a mut QpInner, guard: &'a rcu::Guard) -> Ctx<'a> {
+        let dev = self.dev();
+        Ctx {
+            qp: self,
+            inner,
+            dev,
+            ndev: dev.netdev(guard),
+            rcu: guard,
+        }
+    }
+
+    /// The `modify_qp` verb, after [`check_modify`]: moves the QP through
+    /// the IBTA state table (`ib_modify_qp_is_ok`) and sets the attributes
+    /// `mask` names; `av` is the converted address vector, if given.
+    pub(crate) fn modify(
+        &self,
+        attr: &sys::ib_qp_attr,
+        mask: u32,
+        av: Option<AddressVector>,
+    ) -> Result {
+        let mut inner = self.inner.lock();
+        if inner.dead {
+            return Err(EINVAL);
+        }
+        let cur = if mask_has(mask, sys::ib_qp_attr_mask_IB_QP_CUR_STATE) {
+            attr.cur_qp_state
+        } else {
+            inner.state
+        };
+        let new = if mask_has(mask, sys::ib_qp_attr_mask_IB_QP_STATE) {
+            attr.qp_state
+        } else {
+            cur
+        };
+        // SAFETY: pure function of its arguments.
+        if !unsafe { sys::ib_modify_qp_is_ok(cur, new, self.qp_type, mask) } {
+            return Err(EINVAL);
+        }
+        inner.attrs.apply(attr, mask, av);
+        let old = inner.state;
+        if new == sys::ib_qp_state_IB_QPS_RTR && old != new {
+            self.enter_rtr(&mut inner)?;
+        }
+        inner.state = new;
+        let guard = rcu::read_lock();
+        self.ctx(&mut inner, &guard).on_state_change(old, new);
+        drop(inner);
+        self.flush_tx();
+        Ok(())
+    }
+
+    /// Fixes what a QP entering RTR sends with: its MTU in bytes and its
+    /// UDP source port.
+    fn enter_rtr(&self, inner: &mut QpInner) -> Result {
+        if self.qp_type == sys::ib_qp_type_IB_QPT_RC && inner.attrs.av.is_none() {
+            return Err(EINVAL);
+        }
+        let dev_mtu = self.dev().active_mtu();
+        // A UD QP has no path MTU: its datagrams may fill the port's.
+        let path_mtu = if self.is_ud() {
+            dev_mtu
+        } else {
+            inner.attrs.path_mtu
+        };
+        inner.mtu = transport::mtu_bytes(path_mtu.min(dev_mtu).max(sys::ib_mtu_IB_MTU_256));
+        let h = (self.qpn ^ inner.attrs.dest_qpn).wrapping_mul(0x9e37_79b9);
+        inner.sport = 0xc000 | ((h >> 16) as u16 & 0x3fff);
+        Ok(())
+    }
+
+    /// The `query_qp` verb: fills `attr` and `init`.
+    pub(crate) fn query(&self, attr: &mut sys::ib_qp_attr, init: &mut sys::ib_qp_init_attr) {
+        let inner = self.inner.lock();
+        let a = &inner.attrs;
+        attr.qp_state = inner.state;
+        attr.cur_qp_state = inner.state;
+        attr.path_mtu = a.path_mtu;
+        attr.qkey = a.qkey;
+        attr.rq_psn = a.rq_psn;
+        attr.sq_psn = a.sq_psn;
+        attr.dest_qp_num = a.dest_qpn;
+        attr.qp_access_flags = a.access as kernel::ffi::c_int;
+        attr.pkey_index = a.pkey_index;
+        attr.port_num = a.port;
+        attr.max_rd_atomic = a.max_rd_atomic;
+        attr.max_dest_rd_atomic = a.max_dest_rd_atomic;
+        attr.min_rnr_timer = a.min_rnr_timer;
+        attr.timeout = a.timeout;
+        attr.retry_cnt = a.retry_cnt;
+        attr.rnr_retry = a.rnr_retry;
+        attr.cap = inner.cap;
+        init.cap = inner.cap;
+        init.qp_type = self.qp_type;
+        init.sq_sig_type = sys::ib_sig_type_IB_SIGNAL_REQ_WR;
+    }
+
+    /// Runs `f` on the QP's transport under its lock, unless the QP is
+    /// being destroyed, then sends what the transport built (a received
+    /// packet's dispatch, `crate::recv`).
+    pub(crate) fn deliver(&self, guard: &rcu::Guard, f: impl FnOnce(&mut Ctx<'_>)) {
+        let mut inner = self.inner.lock();
+        if !inner.dead {
+            f(&mut self.ctx(&mut inner, guard));
+        }
+        drop(inner);
+        self.flush_tx();
+    }
+}
+
+/// Moves every QP of `dev` that completes into `ibcq` to the error state:
+/// the CQ overran and is dead, so (NDKPI) its queue pairs are unusable too.
+/// Their flushed requests still complete into their other CQ, if alive.
+/// Process context, no QP lock held.
+pub(crate) fn fail_qps_on_cq(dev: &RroceDev, ibcq: *mut sys::ib_cq) {
+    let guard = rcu::read_lock();
+    for qpn in 0..dev.qps.len() {
+        let Some(state) = dev.qps.get(qpn, &guard) else {
+            continue;
+        };
+        if state.send_cq != ibcq && state.recv_cq != ibcq {
+            continue;
+        }
+        let mut inner = state.inner.lock();
+        if !inner.dead && inner.state != sys::ib_qp_state_IB_QPS_ERR {
+            pr_debug!(
+                "qp {}: its CQ overran, moving to the error state\n",
+                state.qpn
+            );
+            state.ctx(&mut inner, &guard).enter_error();
+        }
+        drop(inner);
+        state.flush_tx();
+    }
+}
+
+/// Checks run by KUnit.
+#[cfg(CONFIG_KUNIT)]
+pub(crate) mod selftest {
+    /// WQE geometry grows the caps to fill the element, as librxe expects.
+    pub(crate) fn wqe_geometry() -> Result<(), &'static str> {
+        let (size, sge, inline) = super::send_geometry(4, 0);
+        if size != 208 + 64 || sge != 4 || inline != 64 {
+            return Err("send WQE geometry for 4 SGEs is wrong");
+        }
+        let (size, sge, inline) = super::send_geometry(1, 220);
+        if size != 208 + 220 || sge != 13 || inline != 220 {
+            return Err("inline data must widen the SGE cap");
+        }
+        if super::recv_geometry(2) != 40 + 32 || super::recv_geometry(0) != 40 + 16 {
+            return Err("receive WQE geometry is wrong");
+        }
+        use crate::rdma::sys;
+        let rw = sys::ib_access_flags_IB_ACCESS_REMOTE_WRITE;
+        if super::check_qp_access(rw | sys::ib_access_flags_IB_ACCESS_REMOTE_READ).is_err()
+            || super::check_qp_access(sys::ib_access_flags_IB_ACCESS_MW_BIND).is_ok()
+        {
+            return Err("QP access flag rules are wrong");
+        }
+        Ok(())
+    }
+}

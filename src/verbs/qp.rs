@@ -1,0 +1,360 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The QP verbs: `create_qp`, `modify_qp`, `query_qp`, `destroy_qp`,
+//! `post_send` and `post_recv`.
+//!
+//! Each turns the core's raw pointers into references and safe types (a
+//! kernel consumer's work request lists into [`SendWr`]/[`RecvWr`] lists),
+//! calls the QP's methods (`crate::qp`) and turns the result into an errno.
+
+use kernel::{ffi::c_int, prelude::*};
+
+use crate::{
+    ah::av_from_attr,
+    qp::{self, RecvWr, Remote, RroceQp, SendWr, WrList},
+    rdma::sys,
+};
+
+/// A kernel QP's creation response: none (the type of the absent one).
+type NoResponse = fn(&mut [u8]) -> Result;
+
+/// 0 or the negative errno of `r`.
+fn errno(r: Result) -> c_int {
+    match r {
+        Ok(()) => 0,
+        Err(e) => e.to_errno(),
+    }
+}
+
+/// The `create_qp` op (user RC and UD QPs, kernel RC, UD and GSI QPs).
+///
+/// # Safety
+///
+/// Called only by the RDMA core through rroce's `ib_device_ops`, with the
+/// arguments that op's contract describes: live objects of an rroce device,
+/// valid attribute and output pointers, and a udata that is null for kernel
+/// callers.
+pub(crate) unsafe extern "C" fn create_qp(
+    ibqp: *mut sys::ib_qp,
+    init: *mut sys::ib_qp_init_attr,
+    udata: *mut sys::ib_udata,
+) -> c_int {
+    // SAFETY: the core passes a QP of our size (`size_ib_qp`) and valid
+    // attributes.
+    let (qp, init) = unsafe { (&mut *ibqp.cast::<RroceQp>(), &mut *init) };
+    if udata.is_null() {
+        let user: Option<(*mut sys::ib_ucontext, NoResponse)> = None;
+        // SAFETY: a QP of one of our devices, its PD set by the core; no
+        // ucontext.
+        return errno(unsafe { qp.create(init, user) });
+    }
+    // SAFETY: non-null, the driver udata of this uverbs call.
+    let (inlen, outlen) = unsafe { ((*udata).inlen, (*udata).outlen) };
+    if let Err(e) = qp::check_user_create(init, inlen, outlen) {
+        return e.to_errno();
+    }
+    // SAFETY: as above.
+    let uctx = unsafe { sys::rroce_helper_udata_ucontext(udata) };
+    let respond = |bytes: &mut [u8]| {
+        // SAFETY: `bytes` is readable; `udata` is valid for the call.
+        let err = unsafe {
+            sys::rroce_helper_copy_to_udata(udata, bytes.as_mut_ptr().cast(), bytes.len())
+        };
+        if err != 0 {
+            return Err(Error::from_errno(err));
+        }
+        Ok(())
+    };
+    // SAFETY: a QP of one of our devices, its PD set by the core; `uctx` is
+    // the calling process's live ucontext.
+    errno(unsafe { qp.create(init, Some((uctx, respond))) })
+}
+
+/// The `modify_qp` op.
+///
+/// # Safety
+///
+/// Called only by the RDMA core through rroce's `ib_device_ops`, with the
+/// arguments that op's contract describes: live objects of an rroce device,
+/// valid attribute and output pointers, and a udata that is null for kernel
+/// callers.
+pub(crate) unsafe extern "C" fn modify_qp(
+    ibqp: *mut sys::ib_qp,
+    attr: *mut sys::ib_qp_attr,
+    mask: c_int,
+    _udata: *mut sys::ib_udata,
+) -> c_int {
+    // SAFETY: the core passes a live QP of ours and valid attributes.
+    let (state, attr) = unsafe { (RroceQp::state(ibqp), &*attr) };
+    let mask = mask as u32;
+    // Validate what does not need the lock, copying the AV out.
+    if let Err(e) = qp::check_modify(attr, mask) {
+        return e.to_errno();
+    }
+    let av = if mask & sys::ib_qp_attr_mask_IB_QP_AV != 0 {
+        // SAFETY: the core resolved the AV's source GID entry, which stays
+        // referenced for the call.
+        match unsafe { av_from_attr(&attr.ah_attr) } {
+            Ok(av) => Some(av),
+            Err(e) => return e.to_errno(),
+        }
+    } else {
+        None
+    };
+    errno(state.modify(attr, mask, av))
+}
+
+/// The `query_qp` op.
+///
+/// # Safety
+///
+/// Called only by the RDMA core through rroce's `ib_device_ops`, with the
+/// arguments that op's contract describes: live objects of an rroce device,
+/// valid attribute and output pointers, and a udata that is null for kernel
+/// callers.
+pub(crate) unsafe extern "C" fn query_qp(
+    ibqp: *mut sys::ib_qp,
+    attr: *mut sys::ib_qp_attr,
+    _mask: c_int,
+    init: *mut sys::ib_qp_init_attr,
+) -> c_int {
+    // SAFETY: the core passes a live QP of ours and structs to fill.
+    let (state, attr, init) = unsafe { (RroceQp::state(ibqp), &mut *attr, &mut *init) };
+    state.query(attr, init);
+    0
+}
+
+/// The `destroy_qp` op.
+///
+/// # Safety
+///
+/// Called only by the RDMA core through rroce's `ib_device_ops`, with the
+/// arguments that op's contract describes: live objects of an rroce device,
+/// valid attribute and output pointers, and a udata that is null for kernel
+/// callers.
+pub(crate) unsafe extern "C" fn destroy_qp(
+    ibqp: *mut sys::ib_qp,
+    _udata: *mut sys::ib_udata,
+) -> c_int {
+    // SAFETY: the core passes one of our QPs, created successfully, after
+    // its last use.
+    let qp = unsafe { &mut *ibqp.cast::<RroceQp>() };
+    qp.destroy();
+    0
+}
+
+/// The `post_send` op. For user QPs (a null `wr` list) it is librxe's
+/// doorbell: WQEs are already in the mapped send queue.
+///
+/// # Safety
+///
+/// Called only by the RDMA core through rroce's `ib_device_ops`, with the
+/// arguments that op's contract describes: live objects of an rroce device,
+/// valid attribute and output pointers, and a udata that is null for kernel
+/// callers.
+pub(crate) unsafe extern "C" fn post_send(
+    ibqp: *mut sys::ib_qp,
+    wr: *const sys::ib_send_wr,
+    bad_wr: *mut *const sys::ib_send_wr,
+) -> c_int {
+    // SAFETY: the core passes a live QP of ours.
+    let state = unsafe { RroceQp::state(ibqp) };
+    if !wr.is_null() || state.kernel {
+        if !state.kernel {
+            // A user QP's work requests are in its mapped ring.
+            // SAFETY: `bad_wr` is the core's output pointer.
+            return unsafe { post_result(Err(EINVAL), bad_wr, wr) };
+        }
+        // INVARIANT: a kernel consumer's list of valid work requests, each
+        // the `wr` member of the structure its opcode implies.
+        let mut list = SendList {
+            next: wr,
+            ud: state.is_ud(),
+        };
+        let err = state.post_send_kernel(&mut list);
+        // SAFETY: `bad_wr` is the core's output pointer.
+        return unsafe { post_result(err, bad_wr, list.next) };
+    }
+    errno(state.doorbell())
+}
+
+/// The `post_recv` op: kernel QPs only (a user QP's process writes its
+/// receive ring directly).
+///
+/// # Safety
+///
+/// Called only by the RDMA core through rroce's `ib_device_ops`, with the
+/// arguments that op's contract describes: a live QP of an rroce device, a
+/// list of valid work requests and a valid output pointer.
+pub(crate) unsafe extern "C" fn post_recv(
+    ibqp: *mut sys::ib_qp,
+    wr: *const sys::ib_recv_wr,
+    bad_wr: *mut *const sys::ib_recv_wr,
+) -> c_int {
+    // SAFETY: the core passes a live QP of ours.
+    let state = unsafe { RroceQp::state(ibqp) };
+    // INVARIANT: a kernel consumer's list of valid work requests.
+    let mut list = RecvList { next: wr };
+    let err = state.post_recv_kernel(&mut list);
+    // SAFETY: `bad_wr` is the core's output pointer.
+    unsafe { post_result(err, bad_wr, list.next) }
+}
+
+/// What a post returns: 0, or the errno with `*bad_wr` naming the first
+/// request not posted.
+///
+/// # Safety
+///
+/// `bad_wr` is null or valid for writes.
+unsafe fn post_result<T>(err: Result, bad_wr: *mut *const T, next: *const T) -> c_int {
+    match err {
+        Ok(()) => 0,
+        Err(e) => {
+            if !bad_wr.is_null() {
+                // SAFETY: per the caller.
+                unsafe { *bad_wr = next };
+            }
+            e.to_errno()
+        }
+    }
+}
+
+/// The SGEs of a kernel work request (none for a negative count).
+///
+/// # Safety
+///
+/// `sg_list` points to `num` valid SGEs that outlive `'a` (or `num` is not
+/// positive).
+unsafe fn kernel_sges<'a>(sg_list: *const sys::ib_sge, num: c_int) -> &'a [sys::ib_sge] {
+    let Ok(num) = usize::try_from(num) else {
+        return &[];
+    };
+    if num == 0 || sg_list.is_null() {
+        return &[];
+    }
+    // SAFETY: per the caller.
+    unsafe { core::slice::from_raw_parts(sg_list, num) }
+}
+
+/// A kernel consumer's `ib_send_wr` list, from its head `next`.
+///
+/// # Invariants
+///
+/// `next` is null or the head of a list of valid work requests, each the
+/// `wr` member of the structure its opcode implies (`ib_ud_wr` for a SEND
+/// on a datagram QP (`ud`), `ib_rdma_wr`, `ib_atomic_wr`), with valid SGE
+/// lists, inline ones naming readable kernel memory, all valid for the
+/// post.
+struct SendList {
+    next: *const sys::ib_send_wr,
+    ud: bool,
+}
+
+impl<'a> WrList<SendWr<'a>> for SendList {
+    fn peek(&self) -> Option<SendWr<'a>> {
+        if self.next.is_null() {
+            return None;
+        }
+        let wr = self.next;
+        // SAFETY: a valid work request (type invariant).
+        let w = unsafe { &*wr };
+        let remote = match w.opcode {
+            sys::ib_wr_opcode_IB_WR_SEND | sys::ib_wr_opcode_IB_WR_SEND_WITH_IMM if self.ud => {
+                // SAFETY: on a UD or GSI QP a SEND is the head of an
+                // `ib_ud_wr` (type invariant).
+                let u = unsafe { &*wr.cast::<sys::ib_ud_wr>() };
+                Remote::Ud {
+                    ah: u.ah as usize,
+                    remote_qpn: u.remote_qpn,
+                    remote_qkey: u.remote_qkey,
+                }
+            }
+            sys::ib_wr_opcode_IB_WR_RDMA_WRITE
+            | sys::ib_wr_opcode_IB_WR_RDMA_WRITE_WITH_IMM
+            | sys::ib_wr_opcode_IB_WR_RDMA_READ
+                if !self.ud =>
+            {
+                // SAFETY: for these opcodes `wr` is the head of an
+                // `ib_rdma_wr` (type invariant).
+                let r = unsafe { &*wr.cast::<sys::ib_rdma_wr>() };
+                Remote::Rdma {
+                    remote_addr: r.remote_addr,
+                    rkey: r.rkey,
+                }
+            }
+            sys::ib_wr_opcode_IB_WR_ATOMIC_CMP_AND_SWP
+            | sys::ib_wr_opcode_IB_WR_ATOMIC_FETCH_AND_ADD
+                if !self.ud =>
+            {
+                // SAFETY: for these opcodes `wr` is the head of an
+                // `ib_atomic_wr` (type invariant).
+                let r = unsafe { &*wr.cast::<sys::ib_atomic_wr>() };
+                Remote::Atomic {
+                    remote_addr: r.remote_addr,
+                    compare_add: r.compare_add,
+                    swap: r.swap,
+                    rkey: r.rkey,
+                }
+            }
+            _ => Remote::None,
+        };
+        // INVARIANT: inline SGEs name readable kernel memory (type
+        // invariant of `SendList`).
+        Some(SendWr {
+            // SAFETY: both union members are plain 64-bit values.
+            wr_id: unsafe { w.__bindgen_anon_1.wr_id },
+            opcode: w.opcode,
+            send_flags: w.send_flags as u32,
+            num_sge: w.num_sge,
+            // SAFETY: both members are 32-bit plain values; the raw memory
+            // value is what the WQE carries.
+            ex: unsafe { w.ex.invalidate_rkey },
+            // SAFETY: the request's `num_sge` SGEs (type invariant).
+            sges: unsafe { kernel_sges(w.sg_list, w.num_sge) },
+            remote,
+        })
+    }
+
+    fn advance(&mut self) {
+        if !self.next.is_null() {
+            // SAFETY: a valid work request (type invariant); the rest of
+            // the list keeps the invariant.
+            self.next = unsafe { (*self.next).next };
+        }
+    }
+}
+
+/// A kernel consumer's `ib_recv_wr` list, from its head `next`.
+///
+/// # Invariants
+///
+/// `next` is null or the head of a list of valid work requests with valid
+/// SGE lists, valid for the post.
+struct RecvList {
+    next: *const sys::ib_recv_wr,
+}
+
+impl<'a> WrList<RecvWr<'a>> for RecvList {
+    fn peek(&self) -> Option<RecvWr<'a>> {
+        if self.next.is_null() {
+            return None;
+        }
+        // SAFETY: a valid work request (type invariant).
+        let w = unsafe { &*self.next };
+        Some(RecvWr {
+            // SAFETY: both union members are plain 64-bit values.
+            wr_id: unsafe { w.__bindgen_anon_1.wr_id },
+            num_sge: w.num_sge,
+            // SAFETY: the request's `num_sge` SGEs (type invariant).
+            sges: unsafe { kernel_sges(w.sg_list, w.num_sge) },
+        })
+    }
+
+    fn advance(&mut self) {
+        if !self.next.is_null() {
+            // SAFETY: a valid work request (type invariant); the rest of
+            // the list keeps the invariant.
+            self.next = unsafe { (*self.next).next };
+        }
+    }
+}
