@@ -4,6 +4,11 @@
 
 use super::*;
 
+/// Bytes sent, written and read back by the test's requests.
+const SEND_LEN: usize = 3000;
+const WRITE_LEN: usize = 4100;
+const READ_LEN: usize = 2500;
+
 /// A kernel consumer's RC traffic: two kernel QPs on one device (over
 /// the loopback netdev) connected through `ib_modify_qp`, buffers in
 /// kmalloc memory reached through the PD's DMA MR. SEND (across MTU
@@ -18,9 +23,6 @@ pub(crate) fn kernel_rc_qps() -> Result<(), &'static str> {
         return Err("no ::ffff:127.0.0.1 GID on the loopback device");
     };
     // Declared before the QPs so they outlive them (dropped after).
-    const SEND_LEN: usize = 3000;
-    const WRITE_LEN: usize = 4100;
-    const READ_LEN: usize = 2500;
     let src = pattern(WRITE_LEN, 3)?;
     let mut rbuf = zeroed(4096)?;
     let mut wbuf = zeroed(WRITE_LEN)?;
@@ -136,8 +138,8 @@ fn check_completions(
     cq_b: &TestCq,
 ) -> Result<(), &'static str> {
     use sys::*;
-    let sent = wait_wcs(&cq_a, 3);
-    let recvd = wait_wcs(&cq_b, 2);
+    let sent = wait_wcs(cq_a, 3);
+    let recvd = wait_wcs(cq_b, 2);
     if sent.len() != 3 || recvd.len() != 2 {
         pr_err!(
             "{} send and {} receive completions\n",
@@ -235,7 +237,7 @@ fn check_flush(
     if a.post_recv(rw1).0 != 0 {
         return Err("post_recv to a QP in ERR was refused");
     }
-    let flushed = wait_wcs(&cq_a, 2);
+    let flushed = wait_wcs(cq_a, 2);
     if flushed.len() != 2
         || flushed
             .iter()
