@@ -1351,7 +1351,7 @@ pub(crate) fn receive(dev: &RroceDev, roce: &[u8], l3: &[u8]) {
         match (ud, info.direction) {
             (true, Direction::Request) => ctx.on_datagram(&pkt, l3),
             (true, _) => {}
-            (false, Direction::Request) => ctx.on_request(&pkt, 0),
+            (false, Direction::Request) => ctx.on_request(&pkt),
             (false, Direction::Response) => ctx.on_response(&pkt),
             (false, Direction::Notification) => {}
         }

@@ -1,0 +1,363 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The completer: ACKs, NAKs, READ responses and atomic ACKs retire send
+//! WQEs in posting order; a timeout or a PSN sequence NAK goes back to the
+//! oldest unacknowledged PSN, an RNR NAK waits the timer it names.
+
+use kernel::prelude::*;
+
+use super::{wc, Ctx, SendOp};
+use crate::{
+    abi,
+    counters::Counter,
+    engine::{
+        psn::Psn,
+        wire::{self, NakCode, OpKind, Position, Syndrome},
+    },
+    mr::AccessError,
+    rdma::sys,
+};
+
+impl Ctx<'_> {
+    /// Forward progress (`una` moved): the retry budgets start over and
+    /// the window grows back by one packet.
+    pub(super) fn progress(&mut self) {
+        self.inner.req.retry_left = self.inner.attrs.retry_cnt;
+        self.inner.req.rnr_left = self.inner.attrs.rnr_retry;
+        self.inner.req.shrink = self.inner.req.shrink.saturating_sub(1);
+    }
+
+    /// Asks again for the READ/atomic response at `missing`, once until it
+    /// arrives (the timer covers a lost retry).
+    pub(super) fn retry_read(&mut self, missing: Psn) {
+        if self.inner.req.rd_retry == Some(missing.get()) {
+            return;
+        }
+        self.inner.req.rd_retry = Some(missing.get());
+        self.rewind(missing);
+    }
+
+    /// Retires completed WQEs at the head, in order, posting their CQEs.
+    pub(super) fn complete_ready(&mut self) {
+        loop {
+            if self.inner.req.fetched == 0 {
+                return;
+            }
+            let op = self.op(0);
+            if op.invalid != 0
+                && self.inner.req.cur == 0
+                && self.inner.req.una == self.inner.req.max_psn
+            {
+                self.complete_head(op.invalid);
+                self.enter_error();
+                return;
+            }
+            if !op.done {
+                return;
+            }
+            self.complete_head(wc::SUCCESS);
+        }
+    }
+
+    /// Marks WQEs acknowledged up to and including `psn` (SEND/WRITE; a
+    /// READ or atomic acknowledged implicitly before its response means the
+    /// response was lost: go back to it).
+    pub(super) fn ack_through(&mut self, psn: Psn) {
+        // The acknowledgement cannot move `una` past READ/atomic responses
+        // that have not arrived.
+        let mut next = psn.next();
+        for k in 0..self.started() {
+            let mut op = self.op(k);
+            if op.done {
+                continue;
+            }
+            if op.is_read_or_atomic() {
+                let missing = Psn::new(op.first_psn).add(op.rd_pkts);
+                if missing.diff(psn) <= 0 {
+                    next = missing;
+                    if op.last_psn().diff(psn) <= 0 {
+                        self.retry_read(missing);
+                    }
+                }
+                break;
+            }
+            if op.last_psn().diff(psn) > 0 {
+                break;
+            }
+            op.done = true;
+            self.set_op(k, op);
+        }
+        if next.diff(Psn::new(self.inner.req.una)) > 0
+            && Psn::new(self.inner.req.max_psn).diff(next) >= 0
+        {
+            self.inner.req.una = next.get();
+            self.progress();
+        }
+    }
+
+    /// Completes WQE 0 and moves the QP to the error state (which flushes
+    /// everything else).
+    pub(super) fn fail_head(&mut self, status: u32) {
+        pr_debug!(
+            "qp {}: request failed with status {} (una {:#x}, psn {:#x})\n",
+            self.qp.qpn,
+            status,
+            self.inner.req.una,
+            self.inner.req.psn
+        );
+        if self.inner.req.fetched > 0 {
+            self.complete_head(status);
+        }
+        self.enter_error();
+    }
+
+    /// The completer: an ACK, NAK, READ response or atomic ACK.
+    pub(crate) fn on_response(&mut self, pkt: &wire::Packet<'_>) {
+        if self.inner.state != sys::ib_qp_state_IB_QPS_RTS
+            && self.inner.state != sys::ib_qp_state_IB_QPS_SQD
+        {
+            return;
+        }
+        let psn = pkt.psn();
+        let info = pkt.info();
+        // Only responses to what was sent count. An ACK or NAK may cover
+        // packets sent before a rewind for retransmission (up to `max_psn`);
+        // READ and atomic responses count only up to the resend point, so
+        // responses still in flight from before a rewind start no retry.
+        let limit = if info.kind == OpKind::Acknowledge {
+            self.inner.req.max_psn
+        } else {
+            self.inner.req.psn
+        };
+        if psn.diff(Psn::new(self.inner.req.una)) < 0 || psn.diff(Psn::new(limit)) >= 0 {
+            return;
+        }
+        match info.kind {
+            OpKind::Acknowledge => {
+                let Some(aeth) = pkt.headers().aeth else {
+                    return;
+                };
+                match aeth.syndrome {
+                    Syndrome::Ack { .. } => self.ack_through(psn),
+                    Syndrome::RnrNak { timer } => {
+                        self.dev.counters.inc(Counter::RcvdRnrErr);
+                        if psn.get() != self.inner.req.una {
+                            self.ack_through(psn.prev());
+                        }
+                        self.complete_ready();
+                        if self.inner.req.rnr_left == 0 {
+                            self.fail_head(wc::RNR_RETRY_EXC_ERR);
+                            return;
+                        }
+                        if self.inner.req.rnr_left != 7 {
+                            self.inner.req.rnr_left -= 1;
+                        }
+                        let una = Psn::new(self.inner.req.una);
+                        self.rewind(una);
+                        self.inner.req.rnr_wait = true;
+                        // SAFETY: the timer lives as long as the QP.
+                        unsafe {
+                            sys::rroce_helper_timer_arm_us(
+                                self.qp.timer,
+                                wire::rnr_timer_usecs(timer) as kernel::ffi::c_ulong,
+                            )
+                        };
+                        return;
+                    }
+                    Syndrome::Nak(code) => {
+                        if psn.get() != self.inner.req.una {
+                            self.ack_through(psn.prev());
+                        }
+                        self.complete_ready();
+                        match code {
+                            NakCode::PsnSequenceError => {
+                                // Go back to the oldest unacknowledged
+                                // packet: the NAKed one, or a READ
+                                // response missing before it.
+                                if self.inner.req.rd_retry.is_none() {
+                                    let una = Psn::new(self.inner.req.una);
+                                    self.window_loss();
+                                    self.rewind(una);
+                                }
+                            }
+                            NakCode::InvalidRequest => return self.fail_head(wc::REM_INV_REQ_ERR),
+                            NakCode::RemoteAccessError => {
+                                return self.fail_head(wc::REM_ACCESS_ERR)
+                            }
+                            NakCode::RemoteOperationalError => {
+                                return self.fail_head(wc::REM_OP_ERR)
+                            }
+                            NakCode::InvalidRdRequest => return self.fail_head(wc::BAD_RESP_ERR),
+                        }
+                    }
+                }
+            }
+            OpKind::RdmaReadResponse => self.on_read_response(pkt),
+            OpKind::AtomicAcknowledge => self.on_atomic_ack(pkt),
+            _ => return,
+        }
+        // Acknowledged beyond the resend point: skip what arrived.
+        if Psn::new(self.inner.req.una).diff(Psn::new(self.inner.req.psn)) > 0 {
+            let una = Psn::new(self.inner.req.una);
+            self.rewind(una);
+        }
+        self.complete_ready();
+        if self.inner.req.una == self.inner.req.max_psn {
+            // SAFETY: the timer lives as long as the QP.
+            unsafe { sys::rroce_helper_timer_cancel(self.qp.timer) };
+        } else if !self.inner.req.rnr_wait {
+            self.arm_retry_timer();
+        }
+        self.run_requester();
+    }
+
+    /// The READ or atomic WQE whose response PSNs include `psn`, after
+    /// implicitly acknowledging every SEND/WRITE before it.
+    pub(super) fn response_target(&mut self, psn: Psn) -> Option<(u32, SendOp)> {
+        for k in 0..self.started() {
+            let mut op = self.op(k);
+            if op.done {
+                continue;
+            }
+            if !op.is_read_or_atomic() {
+                if op.last_psn().diff(psn) < 0 {
+                    op.done = true;
+                    self.set_op(k, op);
+                    continue;
+                }
+                return None;
+            }
+            let idx = psn.distance_from(Psn::new(op.first_psn));
+            return (idx < op.npkts.max(1)).then_some((k, op));
+        }
+        None
+    }
+
+    pub(super) fn on_read_response(&mut self, pkt: &wire::Packet<'_>) {
+        let psn = pkt.psn();
+        let Some((k, mut op)) = self.response_target(psn) else {
+            return;
+        };
+        if op.opcode != abi::WR_RDMA_READ {
+            return self.fail_head(wc::BAD_RESP_ERR);
+        }
+        let idx = psn.distance_from(Psn::new(op.first_psn));
+        if idx != op.rd_pkts {
+            // Out of order: go back to the first missing response.
+            self.retry_read(Psn::new(op.first_psn).add(op.rd_pkts));
+            return;
+        }
+        let mtu = self.mtu();
+        let off = idx * mtu;
+        let data = pkt.payload();
+        let expect = (op.len - off.min(op.len)).min(mtu) as usize;
+        let pos = pkt.info().position;
+        let last = idx + 1 == op.npkts;
+        // A READ resumed after a loss is a new response message starting
+        // at the resumption PSN, so First/Only may appear at any index.
+        let pos_ok = match pos {
+            Position::Only | Position::Last => last,
+            Position::First | Position::Middle => !last,
+        };
+        if !pos_ok || data.len() != expect {
+            return self.fail_head(wc::BAD_RESP_ERR);
+        }
+        let elem_k = k;
+        let elem = self.shadow(elem_k);
+        let r = self.walk_sges(
+            elem,
+            abi::SendWqe::sge,
+            op.num_sge,
+            (off, data.len() as u32),
+            sys::ib_access_flags_IB_ACCESS_LOCAL_WRITE,
+            |mr, va, r| mr.write(va, data.get(r).ok_or(AccessError::Bounds)?),
+        );
+        if r.is_err() {
+            if k == 0 {
+                return self.fail_head(wc::LOC_PROT_ERR);
+            }
+            op.invalid = wc::LOC_PROT_ERR;
+            self.set_op(k, op);
+            return;
+        }
+        op.rd_pkts += 1;
+        if self.inner.req.rd_retry == Some(psn.get()) {
+            self.inner.req.rd_retry = None;
+        }
+        if last {
+            op.done = true;
+            self.set_op(k, op);
+            self.ack_through_done(psn);
+        } else {
+            self.set_op(k, op);
+            self.inner.req.una = psn.next().get();
+            self.progress();
+        }
+    }
+
+    /// After a READ/atomic response completes its WQE at `psn`.
+    pub(super) fn ack_through_done(&mut self, psn: Psn) {
+        let next = psn.next();
+        if next.diff(Psn::new(self.inner.req.una)) > 0 {
+            self.inner.req.una = next.get();
+        }
+        self.progress();
+    }
+
+    pub(super) fn on_atomic_ack(&mut self, pkt: &wire::Packet<'_>) {
+        let psn = pkt.psn();
+        let Some((k, mut op)) = self.response_target(psn) else {
+            return;
+        };
+        let Some(ack) = pkt.headers().atomic_ack_eth else {
+            return;
+        };
+        if op.opcode == abi::WR_RDMA_READ || op.first_psn != psn.get() {
+            return self.fail_head(wc::BAD_RESP_ERR);
+        }
+        let orig = ack.orig.to_ne_bytes();
+        let elem = self.shadow(k);
+        let r = self.walk_sges(
+            elem,
+            abi::SendWqe::sge,
+            op.num_sge,
+            (0, 8),
+            sys::ib_access_flags_IB_ACCESS_LOCAL_WRITE,
+            |mr, va, r| mr.write(va, orig.get(r).ok_or(AccessError::Bounds)?),
+        );
+        if r.is_err() {
+            return self.fail_head(wc::LOC_PROT_ERR);
+        }
+        if self.inner.req.rd_retry == Some(psn.get()) {
+            self.inner.req.rd_retry = None;
+        }
+        op.done = true;
+        self.set_op(k, op);
+        self.ack_through_done(psn);
+    }
+
+    /// The QP's timer: retransmission timeout, or the end of an RNR wait.
+    pub(crate) fn on_timer(&mut self) {
+        if self.inner.state != sys::ib_qp_state_IB_QPS_RTS {
+            return;
+        }
+        if self.inner.req.rnr_wait {
+            self.inner.req.rnr_wait = false;
+        } else {
+            if self.inner.req.una == self.inner.req.max_psn {
+                return;
+            }
+            if self.inner.req.retry_left == 0 {
+                self.fail_head(wc::RETRY_EXC_ERR);
+                return;
+            }
+            self.inner.req.retry_left -= 1;
+            self.inner.req.rd_retry = None;
+            self.window_loss();
+            let una = Psn::new(self.inner.req.una);
+            self.rewind(una);
+        }
+        self.arm_retry_timer();
+        self.run_requester();
+    }
+}
