@@ -12,7 +12,10 @@ use crate::{
     counters::Counter,
     engine::{
         psn::Psn,
-        wire::{self, NakCode, OpKind, Position, Syndrome},
+        rc::completer::{
+            self, response_in_range, response_limit, skip_ahead, AckClass, RemoteError, TimerAction,
+        },
+        wire::{self, OpKind, Position, Syndrome},
     },
     mr::AccessError,
     rdma::sys,
@@ -24,17 +27,16 @@ impl Ctx<'_> {
     pub(super) fn progress(&mut self) {
         self.inner.req.retry_left = self.inner.attrs.retry_cnt;
         self.inner.req.rnr_left = self.inner.attrs.rnr_retry;
-        self.inner.req.shrink = self.inner.req.shrink.saturating_sub(1);
+        self.inner.req.window.on_progress();
     }
 
     /// Asks again for the READ/atomic response at `missing`, once until it
     /// arrives (the timer covers a lost retry).
     pub(super) fn retry_read(&mut self, missing: Psn) {
-        if self.inner.req.rd_retry == Some(missing.get()) {
-            return;
+        if let Some(to) = completer::read_retry(missing, self.inner.req.rd_retry) {
+            self.inner.req.rd_retry = Some(to.get());
+            self.rewind(to);
         }
-        self.inner.req.rd_retry = Some(missing.get());
-        self.rewind(missing);
     }
 
     /// Retires completed WQEs at the head, in order, posting their CQEs.
@@ -124,12 +126,13 @@ impl Ctx<'_> {
         // packets sent before a rewind for retransmission (up to `max_psn`);
         // READ and atomic responses count only up to the resend point, so
         // responses still in flight from before a rewind start no retry.
-        let limit = if info.kind == OpKind::Acknowledge {
-            self.inner.req.max_psn
-        } else {
-            self.inner.req.psn
-        };
-        if psn.diff(Psn::new(self.inner.req.una)) < 0 || psn.diff(Psn::new(limit)) >= 0 {
+        let r = &self.inner.req;
+        let limit = response_limit(
+            info.kind == OpKind::Acknowledge,
+            Psn::new(r.psn),
+            Psn::new(r.max_psn),
+        );
+        if !response_in_range(psn, Psn::new(r.una), limit) {
             return;
         }
         match info.kind {
@@ -137,59 +140,8 @@ impl Ctx<'_> {
                 let Some(aeth) = pkt.headers().aeth else {
                     return;
                 };
-                match aeth.syndrome {
-                    Syndrome::Ack { .. } => self.ack_through(psn),
-                    Syndrome::RnrNak { timer } => {
-                        self.dev.counters.inc(Counter::RcvdRnrErr);
-                        if psn.get() != self.inner.req.una {
-                            self.ack_through(psn.prev());
-                        }
-                        self.complete_ready();
-                        if self.inner.req.rnr_left == 0 {
-                            self.fail_head(wc::RNR_RETRY_EXC_ERR);
-                            return;
-                        }
-                        if self.inner.req.rnr_left != 7 {
-                            self.inner.req.rnr_left -= 1;
-                        }
-                        let una = Psn::new(self.inner.req.una);
-                        self.rewind(una);
-                        self.inner.req.rnr_wait = true;
-                        // SAFETY: the timer lives as long as the QP.
-                        unsafe {
-                            sys::rroce_helper_timer_arm_us(
-                                self.qp.timer,
-                                wire::rnr_timer_usecs(timer) as kernel::ffi::c_ulong,
-                            )
-                        };
-                        return;
-                    }
-                    Syndrome::Nak(code) => {
-                        if psn.get() != self.inner.req.una {
-                            self.ack_through(psn.prev());
-                        }
-                        self.complete_ready();
-                        match code {
-                            NakCode::PsnSequenceError => {
-                                // Go back to the oldest unacknowledged
-                                // packet: the NAKed one, or a READ
-                                // response missing before it.
-                                if self.inner.req.rd_retry.is_none() {
-                                    let una = Psn::new(self.inner.req.una);
-                                    self.window_loss();
-                                    self.rewind(una);
-                                }
-                            }
-                            NakCode::InvalidRequest => return self.fail_head(wc::REM_INV_REQ_ERR),
-                            NakCode::RemoteAccessError => {
-                                return self.fail_head(wc::REM_ACCESS_ERR)
-                            }
-                            NakCode::RemoteOperationalError => {
-                                return self.fail_head(wc::REM_OP_ERR)
-                            }
-                            NakCode::InvalidRdRequest => return self.fail_head(wc::BAD_RESP_ERR),
-                        }
-                    }
+                if !self.on_ack(psn, aeth.syndrome) {
+                    return;
                 }
             }
             OpKind::RdmaReadResponse => self.on_read_response(pkt),
@@ -197,8 +149,7 @@ impl Ctx<'_> {
             _ => return,
         }
         // Acknowledged beyond the resend point: skip what arrived.
-        if Psn::new(self.inner.req.una).diff(Psn::new(self.inner.req.psn)) > 0 {
-            let una = Psn::new(self.inner.req.una);
+        if let Some(una) = skip_ahead(Psn::new(self.inner.req.una), Psn::new(self.inner.req.psn)) {
             self.rewind(una);
         }
         self.complete_ready();
@@ -209,6 +160,69 @@ impl Ctx<'_> {
             self.arm_retry_timer();
         }
         self.run_requester();
+    }
+
+    /// An ACK or NAK at `psn` (in range). `false`: the completer stops
+    /// here (an RNR wait began, or the QP failed).
+    fn on_ack(&mut self, psn: Psn, syndrome: Syndrome) -> bool {
+        let class = completer::classify_ack(syndrome);
+        if class == AckClass::Ack {
+            self.ack_through(psn);
+            return true;
+        }
+        if matches!(class, AckClass::RnrNak { .. }) {
+            self.dev.counters.inc(Counter::RcvdRnrErr);
+        }
+        // A NAK acknowledges everything before it.
+        if let Some(through) = completer::nak_acks_through(psn, Psn::new(self.inner.req.una)) {
+            self.ack_through(through);
+        }
+        self.complete_ready();
+        match class {
+            AckClass::Ack => true,
+            AckClass::RnrNak { timer } => {
+                self.on_rnr_nak(timer);
+                false
+            }
+            AckClass::SequenceNak => {
+                // Go back to the oldest unacknowledged packet: the NAKed
+                // one, or a READ response missing before it.
+                let una = Psn::new(self.inner.req.una);
+                if let Some(to) = completer::rewind_on_sequence_nak(una, self.inner.req.rd_retry) {
+                    self.inner.req.window.on_loss();
+                    self.rewind(to);
+                }
+                true
+            }
+            AckClass::Fatal(e) => {
+                self.fail_head(match e {
+                    RemoteError::InvalidRequest => wc::REM_INV_REQ_ERR,
+                    RemoteError::Access => wc::REM_ACCESS_ERR,
+                    RemoteError::Operational => wc::REM_OP_ERR,
+                    RemoteError::InvalidRdRequest => wc::BAD_RESP_ERR,
+                });
+                false
+            }
+        }
+    }
+
+    /// An RNR NAK: fail if the RNR retry budget is spent, else go back to
+    /// the oldest unacknowledged PSN once the NAK's timer expires.
+    fn on_rnr_nak(&mut self, timer: u8) {
+        let Some(left) = completer::rnr_retry(self.inner.req.rnr_left) else {
+            return self.fail_head(wc::RNR_RETRY_EXC_ERR);
+        };
+        self.inner.req.rnr_left = left;
+        let una = Psn::new(self.inner.req.una);
+        self.rewind(una);
+        self.inner.req.rnr_wait = true;
+        // SAFETY: the timer lives as long as the QP.
+        unsafe {
+            sys::rroce_helper_timer_arm_us(
+                self.qp.timer,
+                wire::rnr_timer_usecs(timer) as kernel::ffi::c_ulong,
+            )
+        };
     }
 
     /// The READ or atomic WQE whose response PSNs include `psn`, after
@@ -341,21 +355,18 @@ impl Ctx<'_> {
         if self.inner.state != sys::ib_qp_state_IB_QPS_RTS {
             return;
         }
-        if self.inner.req.rnr_wait {
-            self.inner.req.rnr_wait = false;
-        } else {
-            if self.inner.req.una == self.inner.req.max_psn {
-                return;
+        let r = &self.inner.req;
+        match completer::on_timer(r.rnr_wait, r.una == r.max_psn, r.retry_left) {
+            TimerAction::EndRnrWait => self.inner.req.rnr_wait = false,
+            TimerAction::Idle => return,
+            TimerAction::RetryExceeded => return self.fail_head(wc::RETRY_EXC_ERR),
+            TimerAction::Retransmit { retry_left } => {
+                self.inner.req.retry_left = retry_left;
+                self.inner.req.rd_retry = None;
+                self.inner.req.window.on_loss();
+                let una = Psn::new(self.inner.req.una);
+                self.rewind(una);
             }
-            if self.inner.req.retry_left == 0 {
-                self.fail_head(wc::RETRY_EXC_ERR);
-                return;
-            }
-            self.inner.req.retry_left -= 1;
-            self.inner.req.rd_retry = None;
-            self.window_loss();
-            let una = Psn::new(self.inner.req.una);
-            self.rewind(una);
         }
         self.arm_retry_timer();
         self.run_requester();

@@ -12,9 +12,9 @@
 //! (`QpInner::sq_shadow`), a receive WQE into `QpInner::rq_shadow`.
 //!
 //! Requester: WQEs are fetched in order, segmented at the path MTU, given
-//! PSNs and sent while the window (`WINDOW` packets, halved after each loss
-//! and grown back by one per acknowledgement) and the READ/atomic limit
-//! allow; a fenced WQE waits for earlier READs and atomics.
+//! PSNs and sent while the window (`engine::rc::window`: 128 packets,
+//! halved after each loss and grown back by one per acknowledgement) and
+//! the READ/atomic limit allow; a fenced WQE waits for earlier READs and atomics.
 //! Completer: ACKs, NAKs and READ/atomic responses retire WQEs strictly in
 //! posting order; a timeout or a PSN sequence NAK goes back to the oldest
 //! unacknowledged PSN (go-back-N); an RNR NAK waits the timer it names.
@@ -35,6 +35,7 @@ use crate::{
     device::RroceDev,
     engine::{
         psn::Psn,
+        rc::{responder::AtomicReplay, window::Window},
         wire::{self, Bth, Headers, Opcode},
     },
     mr::{self, AccessError},
@@ -52,12 +53,6 @@ mod ud;
 pub(crate) use resp::RespQueue;
 pub(crate) use ud::Datagram;
 
-/// Most packets in flight (sent, not acknowledged) per QP.
-const WINDOW: u32 = 128;
-/// The smallest the window shrinks to after losses.
-const MIN_WINDOW: u32 = 8;
-/// The requester asks for an ACK at least every this many packets.
-const ACK_EVERY: u32 = 16;
 /// `IB_SEND_FENCE`, `IB_SEND_SIGNALED`, `IB_SEND_SOLICITED`, `IB_SEND_INLINE`.
 const SEND_FENCE: u32 = 1;
 const SEND_SIGNALED: u32 = 2;
@@ -171,10 +166,8 @@ pub(crate) struct Req {
     rd_retry: Option<u32>,
     /// Packets sent since the last ACK request.
     noack: u32,
-    /// Reduction of the send window after losses (0: the full `WINDOW`).
-    /// Go-back-N resends everything after a lost packet, so on a lossy
-    /// path a smaller window wastes less; it grows back with progress.
-    shrink: u32,
+    /// The send window: shrunk after losses, grown back with progress.
+    window: Window,
 }
 
 /// The receive WQE a multi-packet SEND is filling.
@@ -208,11 +201,10 @@ pub(crate) struct Resp {
     recv: RecvCtx,
     write: WriteCtx,
     /// Results of recent atomics by PSN, for replays.
-    atomics: [(u32, u64, bool); 8],
+    atomics: AtomicReplay,
     /// The network type of the datagram being completed (an
     /// `enum rdma_network_type`), for a kernel completion.
     ud_net: u8,
-    atomic_next: usize,
 }
 
 /// Bytes of an `enum ib_mtu`.

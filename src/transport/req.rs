@@ -7,14 +7,15 @@
 use kernel::prelude::*;
 
 use super::{
-    timeout_us, wc, Ctx, SendOp, SgeError, ACK_EVERY, MIN_WINDOW, SEND_FENCE, SEND_INLINE,
-    SEND_IP_CSUM, SEND_SIGNALED, SEND_SOLICITED, WINDOW,
+    timeout_us, wc, Ctx, SendOp, SgeError, SEND_FENCE, SEND_INLINE, SEND_IP_CSUM, SEND_SIGNALED,
+    SEND_SOLICITED,
 };
 use crate::{
     abi,
     counters::Counter,
     engine::{
         psn::Psn,
+        rc::completer::{rewind_target, Rewind, SentWqe},
         wire::{self, AtomicEth, Headers, Ieth, ImmDt, Opcode, Reth},
     },
     mr::AccessError,
@@ -191,8 +192,8 @@ impl Ctx<'_> {
                 // Completes (with its error) once everything before it has.
                 break;
             }
-            let inflight = Psn::new(self.inner.req.psn).distance_from(Psn::new(self.inner.req.una));
-            if inflight >= self.window() {
+            let (psn, una) = (Psn::new(self.inner.req.psn), Psn::new(self.inner.req.una));
+            if !self.inner.req.window.may_send(psn, una) {
                 break;
             }
             if self.inner.req.cur_off == 0 {
@@ -270,9 +271,7 @@ impl Ctx<'_> {
             h.bth.solicited = op.flags & SEND_SOLICITED != 0;
         }
         self.inner.req.noack += 1;
-        // A shrunken window must not stall waiting for an ACK nobody asked
-        // for: ask at least twice per window.
-        if last || self.inner.req.noack >= ACK_EVERY.min(self.window() / 2) {
+        if self.inner.req.window.ack_req(last, self.inner.req.noack) {
             h.bth.ack_req = true;
         }
         let elem_k = k;
@@ -377,50 +376,39 @@ impl Ctx<'_> {
         }
     }
 
-    /// Packets that may be unacknowledged at once.
-    pub(super) fn window(&self) -> u32 {
-        WINDOW - self.inner.req.shrink.min(WINDOW - MIN_WINDOW)
-    }
-
-    /// A loss (sequence NAK or timeout): halve the window.
-    pub(super) fn window_loss(&mut self) {
-        let w = self.window();
-        self.inner.req.shrink = WINDOW - (w / 2).max(MIN_WINDOW);
-    }
-
     /// Goes back (or forward, up to what was sent) to `psn`: the WQE
     /// holding it is resent from that packet.
     pub(super) fn rewind(&mut self, psn: Psn) {
-        if psn.get() == self.inner.req.max_psn {
-            let r = &mut self.inner.req;
-            r.psn = r.max_psn;
-            r.cur = r.max_cur;
-            r.cur_off = r.max_cur_off;
-            return;
-        }
-        let (cur, cur_off) = (self.inner.req.max_cur, self.inner.req.max_cur_off);
-        for k in 0..self.inner.req.fetched {
-            let mut op = self.op(k);
-            if k > cur || (k == cur && cur_off == 0) {
-                break;
+        let r = &self.inner.req;
+        let sent = (0..r.fetched).map(|k| {
+            let op = self.op(k);
+            SentWqe {
+                first_psn: Psn::new(op.first_psn),
+                npkts: op.npkts,
+                done: op.done,
             }
-            if op.done {
-                continue;
+        });
+        let target = rewind_target(psn, Psn::new(r.max_psn), r.max_cur, r.max_cur_off, sent);
+        match target {
+            Rewind::ToMax => {
+                let r = &mut self.inner.req;
+                r.psn = r.max_psn;
+                r.cur = r.max_cur;
+                r.cur_off = r.max_cur_off;
             }
-            let first = Psn::new(op.first_psn);
-            let idx = psn.distance_from(first);
-            if idx < op.npkts.max(1) {
+            Rewind::At { k, idx } => {
                 self.inner.req.cur = k;
                 self.inner.req.cur_off = idx * self.mtu();
                 self.inner.req.psn = psn.get();
                 self.inner.req.noack = 0;
+                let mut op = self.op(k);
                 if op.opcode == abi::WR_RDMA_READ {
                     op.rd_pkts = idx;
                     self.set_op(k, op);
                 }
                 self.dev.counters.inc(Counter::Retransmits);
-                return;
             }
+            Rewind::Nowhere => {}
         }
     }
 }

@@ -12,7 +12,8 @@ use crate::{
     counters::Counter,
     cq::Kind,
     engine::{
-        psn::{Psn, PsnClass},
+        psn::Psn,
+        rc::responder::{self, Duplicate, RequestClass},
         wire::{self, Aeth, AtomicAckEth, Headers, NakCode, OpKind, Opcode, Position, Syndrome},
     },
     mr::{self, AccessError},
@@ -296,14 +297,14 @@ impl Ctx<'_> {
         }
         let psn = pkt.psn();
         let epsn = Psn::new(self.inner.resp.epsn);
-        match psn.classify(epsn) {
-            PsnClass::Expected => {}
-            PsnClass::Duplicate => {
+        match responder::classify_request(psn, epsn, self.inner.resp.nak_sent) {
+            RequestClass::New => {}
+            RequestClass::Duplicate => {
                 self.dev.counters.inc(Counter::DupRequest);
                 return self.duplicate(pkt);
             }
-            PsnClass::Ahead => {
-                if !self.inner.resp.nak_sent {
+            RequestClass::OutOfSequence { nak } => {
+                if nak {
                     self.inner.resp.nak_sent = true;
                     self.dev.counters.inc(Counter::OutOfSeqRequest);
                     self.nak(NakCode::PsnSequenceError, epsn.get());
@@ -314,19 +315,13 @@ impl Ctx<'_> {
         let info = pkt.info();
         // Opcode sequence: a message in progress continues, else a new one
         // starts.
-        let in_send = self.inner.resp.recv.active;
-        let in_write = self.inner.resp.write.active;
-        let starts = matches!(info.position, Position::First | Position::Only);
-        let seq_ok = match info.kind {
-            OpKind::Send => (in_send && !starts) || (!in_send && !in_write && starts),
-            OpKind::RdmaWrite => (in_write && !starts) || (!in_send && !in_write && starts),
-            _ => !in_send && !in_write,
-        };
-        if !seq_ok {
+        let (in_send, in_write) = (self.inner.resp.recv.active, self.inner.resp.write.active);
+        if !responder::opcode_sequence_ok(info.kind, info.position, in_send, in_write) {
             return self.resp_fatal(NakCode::InvalidRequest, psn.get());
         }
-        if let Some(mtu_err) = self.check_payload_mtu(pkt) {
-            return self.resp_fatal(mtu_err, psn.get());
+        let mtu = self.mtu() as usize;
+        if !responder::payload_len_ok(info.kind, info.position, pkt.payload().len(), mtu) {
+            return self.resp_fatal(NakCode::InvalidRequest, psn.get());
         }
         match info.kind {
             OpKind::Send => self.on_send(pkt),
@@ -335,20 +330,6 @@ impl Ctx<'_> {
             OpKind::CompareSwap | OpKind::FetchAdd => self.on_atomic(pkt, false),
             _ => self.resp_fatal(NakCode::InvalidRequest, psn.get()),
         }
-    }
-
-    pub(super) fn check_payload_mtu(&self, pkt: &wire::Packet<'_>) -> Option<NakCode> {
-        let mtu = self.mtu() as usize;
-        let len = pkt.payload().len();
-        let ok = match pkt.info().kind {
-            OpKind::Send | OpKind::RdmaWrite => match pkt.info().position {
-                Position::First | Position::Middle => len == mtu,
-                Position::Last => len != 0 && len <= mtu,
-                Position::Only => len <= mtu,
-            },
-            _ => true,
-        };
-        (!ok).then_some(NakCode::InvalidRequest)
     }
 
     /// The packet at `epsn` was processed.
@@ -657,14 +638,8 @@ impl Ctx<'_> {
             return self.resp_fatal(NakCode::InvalidRequest, psn.get());
         };
         let orig = if replay {
-            match self
-                .inner
-                .resp
-                .atomics
-                .iter()
-                .find(|(p, _, valid)| *valid && *p == psn.get())
-            {
-                Some((_, v, _)) => *v,
+            match self.inner.resp.atomics.lookup(psn) {
+                Some(v) => v,
                 None => return,
             }
         } else {
@@ -697,9 +672,7 @@ impl Ctx<'_> {
             };
             let _ = mr.write(a.va, &new.to_ne_bytes());
             drop(guard);
-            let slot = self.inner.resp.atomic_next % self.inner.resp.atomics.len();
-            self.inner.resp.atomics[slot] = (psn.get(), old, true);
-            self.inner.resp.atomic_next = slot + 1;
+            self.inner.resp.atomics.remember(psn, old);
             self.inner.resp.nak_sent = false;
             self.inner.resp.epsn = psn.next().get();
             self.inner.resp.msn = (self.inner.resp.msn + 1) & wire::QPN_MASK;
@@ -719,21 +692,18 @@ impl Ctx<'_> {
 
     /// A request at a PSN already processed.
     pub(super) fn duplicate(&mut self, pkt: &wire::Packet<'_>) {
-        match pkt.info().kind {
-            OpKind::RdmaReadRequest => self.on_read_request(pkt, true),
-            OpKind::CompareSwap | OpKind::FetchAdd => self.on_atomic(pkt, true),
-            _ => {
-                // Everything up to epsn - 1 was received: say so.
-                if pkt.bth().ack_req {
-                    let last = Psn::new(self.inner.resp.epsn).prev().get();
-                    self.send_ack(
-                        Syndrome::Ack {
-                            credits: Syndrome::CREDITS_INVALID,
-                        },
-                        last,
-                    );
-                }
-            }
+        let epsn = Psn::new(self.inner.resp.epsn);
+        match responder::duplicate_action(pkt.info().kind, pkt.bth().ack_req, epsn) {
+            Duplicate::ReplayRead => self.on_read_request(pkt, true),
+            Duplicate::ReplayAtomic => self.on_atomic(pkt, true),
+            // Everything up to epsn - 1 was received: say so.
+            Duplicate::Ack(last) => self.send_ack(
+                Syndrome::Ack {
+                    credits: Syndrome::CREDITS_INVALID,
+                },
+                last.get(),
+            ),
+            Duplicate::Ignore => {}
         }
     }
 }
