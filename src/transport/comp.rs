@@ -6,9 +6,10 @@
 
 use kernel::prelude::*;
 
-use super::{wc, Ctx, SendOp};
+use super::{Ctx, SendOp};
 use crate::{
     abi,
+    completion::WcStatus,
     counters::Counter,
     engine::{
         psn::Psn,
@@ -24,7 +25,7 @@ use crate::{
 impl Ctx<'_> {
     /// Forward progress (`una` moved): the retry budgets start over and
     /// the window grows back by one packet.
-    pub(super) fn progress(&mut self) {
+    fn progress(&mut self) {
         self.inner.req.retry_left = self.inner.attrs.retry_cnt;
         self.inner.req.rnr_left = self.inner.attrs.rnr_retry;
         self.inner.req.window.on_progress();
@@ -32,7 +33,7 @@ impl Ctx<'_> {
 
     /// Asks again for the READ/atomic response at `missing`, once until it
     /// arrives (the timer covers a lost retry).
-    pub(super) fn retry_read(&mut self, missing: Psn) {
+    fn retry_read(&mut self, missing: Psn) {
         if let Some(to) = completer::read_retry(missing, self.inner.req.rd_retry) {
             self.inner.req.rd_retry = Some(to.get());
             self.rewind(to);
@@ -46,25 +47,24 @@ impl Ctx<'_> {
                 return;
             }
             let op = self.op(0);
-            if op.invalid != 0
-                && self.inner.req.cur == 0
-                && self.inner.req.una == self.inner.req.max_psn
-            {
-                self.complete_head(op.invalid);
-                self.enter_error();
-                return;
+            if let Some(status) = op.invalid {
+                if self.inner.req.cur == 0 && self.inner.req.una == self.inner.req.max_psn {
+                    self.complete_head(status);
+                    self.enter_error();
+                    return;
+                }
             }
             if !op.done {
                 return;
             }
-            self.complete_head(wc::SUCCESS);
+            self.complete_head(WcStatus::Success);
         }
     }
 
     /// Marks WQEs acknowledged up to and including `psn` (SEND/WRITE; a
     /// READ or atomic acknowledged implicitly before its response means the
     /// response was lost: go back to it).
-    pub(super) fn ack_through(&mut self, psn: Psn) {
+    fn ack_through(&mut self, psn: Psn) {
         // The acknowledgement cannot move `una` past READ/atomic responses
         // that have not arrived.
         let mut next = psn.next();
@@ -99,11 +99,11 @@ impl Ctx<'_> {
 
     /// Completes WQE 0 and moves the QP to the error state (which flushes
     /// everything else).
-    pub(super) fn fail_head(&mut self, status: u32) {
+    fn fail_head(&mut self, status: WcStatus) {
         pr_debug!(
             "qp {}: request failed with status {} (una {:#x}, psn {:#x})\n",
             self.qp.qpn,
-            status,
+            status.raw(),
             self.inner.req.una,
             self.inner.req.psn
         );
@@ -196,10 +196,10 @@ impl Ctx<'_> {
             }
             AckClass::Fatal(e) => {
                 self.fail_head(match e {
-                    RemoteError::InvalidRequest => wc::REM_INV_REQ_ERR,
-                    RemoteError::Access => wc::REM_ACCESS_ERR,
-                    RemoteError::Operational => wc::REM_OP_ERR,
-                    RemoteError::InvalidRdRequest => wc::BAD_RESP_ERR,
+                    RemoteError::InvalidRequest => WcStatus::RemInvReqErr,
+                    RemoteError::Access => WcStatus::RemAccessErr,
+                    RemoteError::Operational => WcStatus::RemOpErr,
+                    RemoteError::InvalidRdRequest => WcStatus::BadRespErr,
                 });
                 false
             }
@@ -210,7 +210,7 @@ impl Ctx<'_> {
     /// the oldest unacknowledged PSN once the NAK's timer expires.
     fn on_rnr_nak(&mut self, timer: u8) {
         let Some(left) = completer::rnr_retry(self.inner.req.rnr_left) else {
-            return self.fail_head(wc::RNR_RETRY_EXC_ERR);
+            return self.fail_head(WcStatus::RnrRetryExcErr);
         };
         self.inner.req.rnr_left = left;
         let una = Psn::new(self.inner.req.una);
@@ -227,7 +227,7 @@ impl Ctx<'_> {
 
     /// The READ or atomic WQE whose response PSNs include `psn`, after
     /// implicitly acknowledging every SEND/WRITE before it.
-    pub(super) fn response_target(&mut self, psn: Psn) -> Option<(u32, SendOp)> {
+    fn response_target(&mut self, psn: Psn) -> Option<(u32, SendOp)> {
         for k in 0..self.started() {
             let mut op = self.op(k);
             if op.done {
@@ -247,13 +247,13 @@ impl Ctx<'_> {
         None
     }
 
-    pub(super) fn on_read_response(&mut self, pkt: &wire::Packet<'_>) {
+    fn on_read_response(&mut self, pkt: &wire::Packet<'_>) {
         let psn = pkt.psn();
         let Some((k, mut op)) = self.response_target(psn) else {
             return;
         };
         if op.opcode != abi::WR_RDMA_READ {
-            return self.fail_head(wc::BAD_RESP_ERR);
+            return self.fail_head(WcStatus::BadRespErr);
         }
         let idx = psn.distance_from(Psn::new(op.first_psn));
         if idx != op.rd_pkts {
@@ -274,7 +274,7 @@ impl Ctx<'_> {
             Position::First | Position::Middle => !last,
         };
         if !pos_ok || data.len() != expect {
-            return self.fail_head(wc::BAD_RESP_ERR);
+            return self.fail_head(WcStatus::BadRespErr);
         }
         let elem_k = k;
         let elem = self.shadow(elem_k);
@@ -288,9 +288,9 @@ impl Ctx<'_> {
         );
         if r.is_err() {
             if k == 0 {
-                return self.fail_head(wc::LOC_PROT_ERR);
+                return self.fail_head(WcStatus::LocProtErr);
             }
-            op.invalid = wc::LOC_PROT_ERR;
+            op.invalid = Some(WcStatus::LocProtErr);
             self.set_op(k, op);
             return;
         }
@@ -310,7 +310,7 @@ impl Ctx<'_> {
     }
 
     /// After a READ/atomic response completes its WQE at `psn`.
-    pub(super) fn ack_through_done(&mut self, psn: Psn) {
+    fn ack_through_done(&mut self, psn: Psn) {
         let next = psn.next();
         if next.diff(Psn::new(self.inner.req.una)) > 0 {
             self.inner.req.una = next.get();
@@ -318,7 +318,7 @@ impl Ctx<'_> {
         self.progress();
     }
 
-    pub(super) fn on_atomic_ack(&mut self, pkt: &wire::Packet<'_>) {
+    fn on_atomic_ack(&mut self, pkt: &wire::Packet<'_>) {
         let psn = pkt.psn();
         let Some((k, mut op)) = self.response_target(psn) else {
             return;
@@ -327,7 +327,7 @@ impl Ctx<'_> {
             return;
         };
         if op.opcode == abi::WR_RDMA_READ || op.first_psn != psn.get() {
-            return self.fail_head(wc::BAD_RESP_ERR);
+            return self.fail_head(WcStatus::BadRespErr);
         }
         let orig = ack.orig.to_ne_bytes();
         let elem = self.shadow(k);
@@ -340,7 +340,7 @@ impl Ctx<'_> {
             |mr, va, r| mr.write(va, orig.get(r).ok_or(AccessError::Bounds)?),
         );
         if r.is_err() {
-            return self.fail_head(wc::LOC_PROT_ERR);
+            return self.fail_head(WcStatus::LocProtErr);
         }
         if self.inner.req.rd_retry == Some(psn.get()) {
             self.inner.req.rd_retry = None;
@@ -359,7 +359,7 @@ impl Ctx<'_> {
         match completer::on_timer(r.rnr_wait, r.una == r.max_psn, r.retry_left) {
             TimerAction::EndRnrWait => self.inner.req.rnr_wait = false,
             TimerAction::Idle => return,
-            TimerAction::RetryExceeded => return self.fail_head(wc::RETRY_EXC_ERR),
+            TimerAction::RetryExceeded => return self.fail_head(WcStatus::RetryExcErr),
             TimerAction::Retransmit { retry_left } => {
                 self.inner.req.retry_left = retry_left;
                 self.inner.req.rd_retry = None;

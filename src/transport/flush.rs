@@ -4,8 +4,12 @@
 //! both queues with `IB_WC_WR_FLUSH_ERR`; RTR and RTS reset the responder
 //! and the requester.
 
-use super::{wc, Ctx, Req, Resp};
-use crate::{abi, rdma::sys};
+use super::{Ctx, Req, Resp};
+use crate::{
+    abi,
+    completion::{Completion, WcOpcode, WcStatus},
+    rdma::sys,
+};
 
 impl Ctx<'_> {
     /// Moves the QP to the error state and flushes both queues.
@@ -24,7 +28,7 @@ impl Ctx<'_> {
         // Already failing: a bad index only ends the copying.
         let _ = self.copy_new_wqes();
         while self.inner.req.fetched > 0 {
-            self.complete_head(wc::WR_FLUSH_ERR);
+            self.complete_head(WcStatus::WrFlushErr);
         }
         let r = &mut self.inner.req;
         r.una = r.psn;
@@ -53,14 +57,8 @@ impl Ctx<'_> {
                 )
             };
             let wr_id = abi::RecvWqe::from_bytes(&tmp).map(|w| w.wr_id).unwrap_or(0);
-            let cqe = abi::Cqe {
-                wr_id,
-                status: wc::WR_FLUSH_ERR,
-                opcode: sys::ib_wc_opcode_IB_WC_RECV,
-                qp_num: self.qp.qpn,
-                ..Default::default()
-            };
-            self.post_cqe(self.qp.recv_cq, &cqe);
+            let c = Completion::new(wr_id, WcStatus::WrFlushErr, WcOpcode::Recv, self.qp.qpn);
+            self.post_cqe(self.qp.recv_cq, &c);
             if self.inner.rq.advance(slot, rq_buf).is_err() {
                 break;
             }

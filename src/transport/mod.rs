@@ -31,6 +31,7 @@ use kernel::{prelude::*, sync::rcu};
 
 use crate::{
     abi,
+    completion::{Completion, WcOpcode, WcStatus},
     cq::{Kind, RroceCq},
     device::RroceDev,
     engine::{
@@ -59,26 +60,6 @@ const SEND_SIGNALED: u32 = 2;
 const SEND_SOLICITED: u32 = 4;
 const SEND_INLINE: u32 = 8;
 const SEND_IP_CSUM: u32 = 16;
-/// `IB_WC_WITH_IMM`, `IB_WC_WITH_INVALIDATE` in the user CQE encoding.
-const WC_WITH_IMM: u32 = 2;
-const WC_WITH_INV: u32 = 8;
-
-/// Completion status values (`enum ib_wc_status`).
-mod wc {
-    use crate::rdma::sys;
-    pub(super) const SUCCESS: u32 = sys::ib_wc_status_IB_WC_SUCCESS;
-    pub(super) const LOC_LEN_ERR: u32 = sys::ib_wc_status_IB_WC_LOC_LEN_ERR;
-    pub(super) const LOC_QP_OP_ERR: u32 = sys::ib_wc_status_IB_WC_LOC_QP_OP_ERR;
-    pub(super) const LOC_PROT_ERR: u32 = sys::ib_wc_status_IB_WC_LOC_PROT_ERR;
-    pub(super) const WR_FLUSH_ERR: u32 = sys::ib_wc_status_IB_WC_WR_FLUSH_ERR;
-    pub(super) const BAD_RESP_ERR: u32 = sys::ib_wc_status_IB_WC_BAD_RESP_ERR;
-    pub(super) const REM_INV_REQ_ERR: u32 = sys::ib_wc_status_IB_WC_REM_INV_REQ_ERR;
-    pub(super) const REM_ACCESS_ERR: u32 = sys::ib_wc_status_IB_WC_REM_ACCESS_ERR;
-    pub(super) const REM_OP_ERR: u32 = sys::ib_wc_status_IB_WC_REM_OP_ERR;
-    pub(super) const RETRY_EXC_ERR: u32 = sys::ib_wc_status_IB_WC_RETRY_EXC_ERR;
-    pub(super) const RNR_RETRY_EXC_ERR: u32 = sys::ib_wc_status_IB_WC_RNR_RETRY_EXC_ERR;
-}
-
 kernel::sync::global_lock! {
     // SAFETY: `init` runs in module init before any QP exists.
     unsafe(uninit) static ATOMIC_LOCK: SpinLockIrq<()> = ();
@@ -106,8 +87,8 @@ pub(crate) struct SendOp {
     swap: u64,
     num_sge: u32,
     inline: bool,
-    /// Non-zero: the WQE was invalid; it completes with this status.
-    invalid: u32,
+    /// The WQE was invalid; it completes with this status.
+    invalid: Option<WcStatus>,
     first_psn: u32,
     npkts: u32,
     /// READ response packets received so far.
@@ -127,13 +108,13 @@ impl SendOp {
         Psn::new(self.first_psn).add(self.npkts.max(1) - 1)
     }
 
-    fn wc_opcode(&self) -> u32 {
+    fn wc_opcode(&self) -> WcOpcode {
         match self.opcode {
-            abi::WR_RDMA_WRITE | abi::WR_RDMA_WRITE_WITH_IMM => sys::ib_wc_opcode_IB_WC_RDMA_WRITE,
-            abi::WR_RDMA_READ => sys::ib_wc_opcode_IB_WC_RDMA_READ,
-            abi::WR_ATOMIC_CMP_AND_SWP => sys::ib_wc_opcode_IB_WC_COMP_SWAP,
-            abi::WR_ATOMIC_FETCH_AND_ADD => sys::ib_wc_opcode_IB_WC_FETCH_ADD,
-            _ => sys::ib_wc_opcode_IB_WC_SEND,
+            abi::WR_RDMA_WRITE | abi::WR_RDMA_WRITE_WITH_IMM => WcOpcode::RdmaWrite,
+            abi::WR_RDMA_READ => WcOpcode::RdmaRead,
+            abi::WR_ATOMIC_CMP_AND_SWP => WcOpcode::CompSwap,
+            abi::WR_ATOMIC_FETCH_AND_ADD => WcOpcode::FetchAdd,
+            _ => WcOpcode::Send,
         }
     }
 }
@@ -202,9 +183,6 @@ pub(crate) struct Resp {
     write: WriteCtx,
     /// Results of recent atomics by PSN, for replays.
     atomics: AtomicReplay,
-    /// The network type of the datagram being completed (an
-    /// `enum rdma_network_type`), for a kernel completion.
-    ud_net: u8,
 }
 
 /// Bytes of an `enum ib_mtu`.
@@ -237,6 +215,16 @@ pub(crate) struct Ctx<'a> {
 enum SgeError {
     Prot,
     Len,
+}
+
+impl SgeError {
+    /// The local completion status of the failure.
+    fn status(self) -> WcStatus {
+        match self {
+            SgeError::Prot => WcStatus::LocProtErr,
+            SgeError::Len => WcStatus::LocLenErr,
+        }
+    }
 }
 
 impl Ctx<'_> {
@@ -360,19 +348,15 @@ impl Ctx<'_> {
     }
 
     /// Retires WQE 0 with `status`.
-    fn complete_head(&mut self, status: u32) {
+    fn complete_head(&mut self, status: WcStatus) {
         let op = self.op(0);
         let signaled = self.qp.sig_all || op.flags & SEND_SIGNALED != 0;
-        if signaled || status != wc::SUCCESS {
-            let cqe = abi::Cqe {
-                wr_id: op.wr_id,
-                status,
-                opcode: op.wc_opcode(),
+        if signaled || status != WcStatus::Success {
+            let c = Completion {
                 byte_len: op.len,
-                qp_num: self.qp.qpn,
-                ..Default::default()
+                ..Completion::new(op.wr_id, status, op.wc_opcode(), self.qp.qpn)
             };
-            self.post_cqe(self.qp.send_cq, &cqe);
+            self.post_cqe(self.qp.send_cq, &c);
         }
         let r = &mut self.inner.req;
         if self.inner.sq.advance_by(1, &self.qp.sq_buf).is_ok() {
@@ -386,24 +370,26 @@ impl Ctx<'_> {
         }
     }
 
-    fn post_cqe(&self, cq: *mut sys::ib_cq, cqe: &abi::Cqe) {
-        let kind = if cqe.status != wc::SUCCESS {
+    fn post_cqe(&self, cq: *mut sys::ib_cq, c: &Completion) {
+        let kind = if c.is_error() {
             Kind::Error
         } else {
             Kind::Unsolicited
         };
-        self.post_cqe_kind(cq, cqe, kind);
+        self.post_cqe_kind(cq, c, kind);
     }
 
-    fn post_cqe_kind(&self, cq: *mut sys::ib_cq, cqe: &abi::Cqe, kind: Kind) {
+    /// Posts `c` to `cq` in the CQ's own format: a user CQE, or a kernel
+    /// `ib_wc`.
+    fn post_cqe_kind(&self, cq: *mut sys::ib_cq, c: &Completion, kind: Kind) {
         // SAFETY: the QP holds a use count on its CQs (the core's), so they
         // outlive it.
         let cq = unsafe { RroceCq::state(cq) };
         // An overflow kills the CQ and raises its error event.
         if cq.is_user() {
-            let _ = cq.post(&cqe.to_bytes(), kind);
+            let _ = cq.post(&c.to_cqe().to_bytes(), kind);
         } else {
-            let wc = self.kernel_wc(cqe);
+            let wc = c.to_ib_wc(self.qp.ibqp);
             // SAFETY: `wc` is plain data of `size_of::<ib_wc>()` bytes,
             // zero-initialised before its fields were set.
             let bytes = unsafe {
@@ -414,37 +400,5 @@ impl Ctx<'_> {
             };
             let _ = cq.post(bytes, kind);
         }
-    }
-
-    /// A completion as a kernel consumer polls it: `struct ib_wc`, with
-    /// the QP pointer and the kernel's flag encoding.
-    fn kernel_wc(&self, cqe: &abi::Cqe) -> sys::ib_wc {
-        // SAFETY: all-zero is a valid `ib_wc`.
-        let mut wc: sys::ib_wc = unsafe { core::mem::zeroed() };
-        wc.__bindgen_anon_1.wr_id = cqe.wr_id;
-        wc.status = cqe.status;
-        wc.opcode = cqe.opcode;
-        wc.byte_len = cqe.byte_len;
-        wc.qp = self.qp.ibqp;
-        wc.ex.invalidate_rkey = cqe.ex;
-        wc.src_qp = cqe.src_qp;
-        let mut flags = 0;
-        if cqe.wc_flags & abi::WC_WITH_IMM != 0 {
-            flags |= sys::ib_wc_flags_IB_WC_WITH_IMM;
-        }
-        if cqe.wc_flags & abi::WC_WITH_INV != 0 {
-            flags |= sys::ib_wc_flags_IB_WC_WITH_INVALIDATE;
-        }
-        if cqe.wc_flags & abi::WC_GRH != 0 {
-            flags |= sys::ib_wc_flags_IB_WC_GRH;
-        }
-        wc.wc_flags = flags as i32;
-        wc.port_num = u32::from(cqe.port_num);
-        if cqe.wc_flags & abi::WC_GRH != 0 {
-            // A datagram: the MAD layer and the CM read the GRH area by it.
-            wc.network_hdr_type = self.inner.resp.ud_net;
-            wc.wc_flags |= sys::ib_wc_flags_IB_WC_WITH_NETWORK_HDR_TYPE as i32;
-        }
-        wc
     }
 }

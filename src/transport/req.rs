@@ -7,11 +7,12 @@
 use kernel::prelude::*;
 
 use super::{
-    timeout_us, wc, Ctx, SendOp, SgeError, SEND_FENCE, SEND_INLINE, SEND_IP_CSUM, SEND_SIGNALED,
+    timeout_us, Ctx, SendOp, SgeError, SEND_FENCE, SEND_INLINE, SEND_IP_CSUM, SEND_SIGNALED,
     SEND_SOLICITED,
 };
 use crate::{
     abi,
+    completion::WcStatus,
     counters::Counter,
     engine::{
         psn::Psn,
@@ -69,11 +70,11 @@ impl Ctx<'_> {
         Ok(())
     }
 
-    pub(super) fn validate(&self, k: u32) -> SendOp {
+    fn validate(&self, k: u32) -> SendOp {
         let elem = self.shadow(k);
         let mut op = SendOp::default();
         let Some(w) = abi::SendWqe::from_bytes(elem) else {
-            op.invalid = wc::LOC_QP_OP_ERR;
+            op.invalid = Some(WcStatus::LocQpOpErr);
             return op;
         };
         op.wr_id = w.wr.wr_id;
@@ -84,7 +85,7 @@ impl Ctx<'_> {
             // A flag rroce does not know (NDKPI: invalid flags). The
             // provider posts without checking, so the request is refused
             // here: it completes in error and is never sent.
-            op.invalid = wc::LOC_QP_OP_ERR;
+            op.invalid = Some(WcStatus::LocQpOpErr);
             return op;
         }
         let supported = matches!(
@@ -99,7 +100,7 @@ impl Ctx<'_> {
                 | abi::WR_ATOMIC_FETCH_AND_ADD
         );
         if !supported {
-            op.invalid = wc::LOC_QP_OP_ERR;
+            op.invalid = Some(WcStatus::LocQpOpErr);
             return op;
         }
         match op.opcode {
@@ -120,17 +121,17 @@ impl Ctx<'_> {
         op.inline = op.flags & SEND_INLINE != 0;
         if op.inline {
             if op.opcode == abi::WR_RDMA_READ || op.is_read_or_atomic() {
-                op.invalid = wc::LOC_QP_OP_ERR;
+                op.invalid = Some(WcStatus::LocQpOpErr);
                 return op;
             }
             if w.dma.length > self.qp.sq_max_inline {
-                op.invalid = wc::LOC_LEN_ERR;
+                op.invalid = Some(WcStatus::LocLenErr);
                 return op;
             }
             op.len = w.dma.length;
         } else {
             if w.dma.num_sge > self.qp.sq_max_sge {
-                op.invalid = wc::LOC_QP_OP_ERR;
+                op.invalid = Some(WcStatus::LocQpOpErr);
                 return op;
             }
             op.num_sge = w.dma.num_sge;
@@ -139,19 +140,19 @@ impl Ctx<'_> {
                 match abi::SendWqe::sge(elem, i) {
                     Some(s) => total += u64::from(s.length),
                     None => {
-                        op.invalid = wc::LOC_QP_OP_ERR;
+                        op.invalid = Some(WcStatus::LocQpOpErr);
                         return op;
                     }
                 }
             }
             if total > u64::from(abi::MAX_MSG_SIZE) {
-                op.invalid = wc::LOC_LEN_ERR;
+                op.invalid = Some(WcStatus::LocLenErr);
                 return op;
             }
             op.len = total as u32;
         }
         if op.is_read_or_atomic() && op.opcode != abi::WR_RDMA_READ && op.len < 8 {
-            op.invalid = wc::LOC_LEN_ERR;
+            op.invalid = Some(WcStatus::LocLenErr);
         }
         op
     }
@@ -162,7 +163,7 @@ impl Ctx<'_> {
         (r.max_cur + u32::from(r.max_cur_off > 0)).min(r.fetched)
     }
 
-    pub(super) fn outstanding_rd(&self) -> u32 {
+    fn outstanding_rd(&self) -> u32 {
         let mut n = 0;
         for k in 0..self.started() {
             let op = self.op(k);
@@ -188,7 +189,7 @@ impl Ctx<'_> {
         while !self.inner.req.rnr_wait && self.inner.req.cur < self.inner.req.fetched {
             let k = self.inner.req.cur;
             let mut op = self.op(k);
-            if op.invalid != 0 {
+            if op.invalid.is_some() {
                 // Completes (with its error) once everything before it has.
                 break;
             }
@@ -221,7 +222,7 @@ impl Ctx<'_> {
                 Err(status) => {
                     // A local protection or length error: this WQE completes
                     // in error after everything before it.
-                    op.invalid = status;
+                    op.invalid = Some(status);
                     self.set_op(k, op);
                     break;
                 }
@@ -235,7 +236,7 @@ impl Ctx<'_> {
     }
 
     /// Sends the next packet of WQE `k`. `Ok(false)`: could not (memory).
-    pub(super) fn send_next_packet(&mut self, k: u32, op: SendOp) -> Result<bool, u32> {
+    fn send_next_packet(&mut self, k: u32, op: SendOp) -> Result<bool, WcStatus> {
         let mtu = self.mtu();
         let off = self.inner.req.cur_off;
         let psn = self.inner.req.psn;
@@ -305,8 +306,7 @@ impl Ctx<'_> {
                 Ok(true)
             }
             Ok(false) => Ok(false),
-            Err(SgeError::Prot) => Err(wc::LOC_PROT_ERR),
-            Err(SgeError::Len) => Err(wc::LOC_LEN_ERR),
+            Err(e) => Err(e.status()),
         }
     }
 
@@ -355,7 +355,7 @@ impl Ctx<'_> {
     }
 
     /// Moves the send PSN by `npkts`; `done` ends the current WQE.
-    pub(super) fn advance(&mut self, npkts: u32, done: bool) {
+    fn advance(&mut self, npkts: u32, done: bool) {
         let r = &mut self.inner.req;
         r.psn = Psn::new(r.psn).add(npkts).get();
         if done {

@@ -6,9 +6,10 @@
 
 use kernel::prelude::*;
 
-use super::{wc, Ctx, RecvCtx, SgeError, WriteCtx, ATOMIC_LOCK, WC_WITH_IMM, WC_WITH_INV};
+use super::{Ctx, RecvCtx, SgeError, WriteCtx, ATOMIC_LOCK};
 use crate::{
     abi,
+    completion::{Completion, WcEx, WcOpcode, WcStatus},
     counters::Counter,
     cq::Kind,
     engine::{
@@ -145,7 +146,7 @@ impl RespQueue {
 }
 
 impl Ctx<'_> {
-    pub(super) fn send_ack(&mut self, syndrome: Syndrome, psn: u32) {
+    fn send_ack(&mut self, syndrome: Syndrome, psn: u32) {
         let msn = self.inner.resp.msn & wire::QPN_MASK;
         if self.inner.resp_q.is_empty() {
             self.emit_ack(syndrome, psn, msn);
@@ -156,13 +157,13 @@ impl Ctx<'_> {
         }
     }
 
-    pub(super) fn emit_ack(&mut self, syndrome: Syndrome, psn: u32, msn: u32) -> bool {
+    fn emit_ack(&mut self, syndrome: Syndrome, psn: u32, msn: u32) -> bool {
         let mut h = Headers::new(self.bth(Opcode::RcAck, psn));
         h.aeth = Some(Aeth { syndrome, msn });
         matches!(self.queue(&h, 0, |_, _| Ok(())), Ok(true))
     }
 
-    pub(super) fn emit_atomic_ack(&mut self, psn: u32, msn: u32, orig: u64) -> bool {
+    fn emit_atomic_ack(&mut self, psn: u32, msn: u32, orig: u64) -> bool {
         let mut h = Headers::new(self.bth(Opcode::RcAtomicAck, psn));
         h.aeth = Some(Aeth {
             syndrome: Syndrome::Ack {
@@ -259,7 +260,7 @@ impl Ctx<'_> {
         }
     }
 
-    pub(super) fn nak(&mut self, code: NakCode, psn: u32) {
+    fn nak(&mut self, code: NakCode, psn: u32) {
         self.send_ack(Syndrome::Nak(code), psn);
     }
 
@@ -272,7 +273,7 @@ impl Ctx<'_> {
     }
 
     /// A class C/D error: NAK, then the QP goes to the error state.
-    pub(super) fn resp_fatal(&mut self, code: NakCode, psn: u32) {
+    fn resp_fatal(&mut self, code: NakCode, psn: u32) {
         pr_debug!(
             "qp {}: responder error {:?} at psn {:#x}\n",
             self.qp.qpn,
@@ -333,7 +334,7 @@ impl Ctx<'_> {
     }
 
     /// The packet at `epsn` was processed.
-    pub(super) fn resp_next(&mut self, pkt: &wire::Packet<'_>, end_of_message: bool) {
+    fn resp_next(&mut self, pkt: &wire::Packet<'_>, end_of_message: bool) {
         self.inner.resp.nak_sent = false;
         self.inner.resp.epsn = pkt.psn().next().get();
         if end_of_message {
@@ -395,8 +396,8 @@ impl Ctx<'_> {
         Ok(true)
     }
 
-    /// Retires the receive WQE in `rq_shadow` with a CQE.
-    pub(super) fn complete_recv(&mut self, cqe: abi::Cqe, solicited: bool) {
+    /// Retires the receive WQE in `rq_shadow` with completion `c`.
+    pub(super) fn complete_recv(&mut self, c: Completion, solicited: bool) {
         let Some(rq_buf) = self.qp.rq_buf.as_ref() else {
             return;
         };
@@ -404,17 +405,17 @@ impl Ctx<'_> {
             let _ = self.inner.rq.advance(slot, rq_buf);
         }
         self.inner.resp.recv.active = false;
-        let kind = if cqe.status != wc::SUCCESS {
+        let kind = if c.is_error() {
             Kind::Error
         } else if solicited {
             Kind::Solicited
         } else {
             Kind::Unsolicited
         };
-        self.post_cqe_kind(self.qp.recv_cq, &cqe, kind);
+        self.post_cqe_kind(self.qp.recv_cq, &c, kind);
     }
 
-    pub(super) fn on_send(&mut self, pkt: &wire::Packet<'_>) {
+    fn on_send(&mut self, pkt: &wire::Packet<'_>) {
         let info = pkt.info();
         let psn = pkt.psn().get();
         if matches!(info.position, Position::First | Position::Only) {
@@ -441,20 +442,13 @@ impl Ctx<'_> {
             )
         };
         if let Err(e) = scattered {
-            let status = match e {
-                SgeError::Len => wc::LOC_LEN_ERR,
-                SgeError::Prot => wc::LOC_PROT_ERR,
-            };
-            let cqe = abi::Cqe {
-                wr_id: r.wr_id,
-                status,
-                opcode: sys::ib_wc_opcode_IB_WC_RECV,
-                qp_num: self.qp.qpn,
+            let status = e.status();
+            let c = Completion {
                 src_qp: self.inner.attrs.dest_qpn,
-                ..Default::default()
+                ..Completion::new(r.wr_id, status, WcOpcode::Recv, self.qp.qpn)
             };
-            self.complete_recv(cqe, false);
-            let code = if status == wc::LOC_LEN_ERR {
+            self.complete_recv(c, false);
+            let code = if status == WcStatus::LocLenErr {
                 NakCode::InvalidRequest
             } else {
                 NakCode::RemoteOperationalError
@@ -465,37 +459,26 @@ impl Ctx<'_> {
         let end = matches!(info.position, Position::Last | Position::Only);
         if end {
             let h = pkt.headers();
-            let mut cqe = abi::Cqe {
-                wr_id: r.wr_id,
-                status: wc::SUCCESS,
-                opcode: sys::ib_wc_opcode_IB_WC_RECV,
+            let mut c = Completion {
                 byte_len: self.inner.resp.recv.off,
-                qp_num: self.qp.qpn,
                 src_qp: self.inner.attrs.dest_qpn,
-                ..Default::default()
+                ..Completion::new(r.wr_id, WcStatus::Success, WcOpcode::Recv, self.qp.qpn)
             };
+            // No opcode carries both.
             if let Some(imm) = h.imm_dt {
-                cqe.ex = imm.imm.to_be();
-                cqe.wc_flags |= WC_WITH_IMM;
+                c.ex = WcEx::Imm(imm.imm.to_be());
             }
             if let Some(ieth) = h.ieth {
-                cqe.ex = ieth.rkey;
-                cqe.wc_flags |= WC_WITH_INV;
+                c.ex = WcEx::Inv(ieth.rkey);
             }
-            self.complete_recv(cqe, pkt.bth().solicited);
+            self.complete_recv(c, pkt.bth().solicited);
         }
         self.resp_next(pkt, end);
     }
 
     /// Looks up `rkey` for `[va, va + len)` with `need` rights on the QP
     /// and the MR.
-    pub(super) fn remote_mr(
-        &self,
-        rkey: u32,
-        va: u64,
-        len: u32,
-        need: u32,
-    ) -> Option<&mr::RroceMr> {
+    fn remote_mr(&self, rkey: u32, va: u64, len: u32, need: u32) -> Option<&mr::RroceMr> {
         if self.inner.attrs.access & need != need {
             return None;
         }
@@ -504,7 +487,7 @@ impl Ctx<'_> {
         Some(mr)
     }
 
-    pub(super) fn on_write(&mut self, pkt: &wire::Packet<'_>) {
+    fn on_write(&mut self, pkt: &wire::Packet<'_>) {
         let info = pkt.info();
         let psn = pkt.psn().get();
         let h = pkt.headers();
@@ -572,25 +555,26 @@ impl Ctx<'_> {
         if end {
             self.inner.resp.write.active = false;
             if let Some(imm) = h.imm_dt {
-                let cqe = abi::Cqe {
-                    wr_id: self.inner.resp.recv.wr_id,
-                    status: wc::SUCCESS,
-                    opcode: sys::ib_wc_opcode_IB_WC_RECV_RDMA_WITH_IMM,
+                let wr_id = self.inner.resp.recv.wr_id;
+                let c = Completion {
                     byte_len: w.total,
-                    qp_num: self.qp.qpn,
                     src_qp: self.inner.attrs.dest_qpn,
-                    ex: imm.imm.to_be(),
-                    wc_flags: WC_WITH_IMM,
-                    ..Default::default()
+                    ex: WcEx::Imm(imm.imm.to_be()),
+                    ..Completion::new(
+                        wr_id,
+                        WcStatus::Success,
+                        WcOpcode::RecvRdmaWithImm,
+                        self.qp.qpn,
+                    )
                 };
-                self.complete_recv(cqe, pkt.bth().solicited);
+                self.complete_recv(c, pkt.bth().solicited);
             }
         }
         self.resp_next(pkt, end);
     }
 
     /// A READ request (new, or a duplicate to replay).
-    pub(super) fn on_read_request(&mut self, pkt: &wire::Packet<'_>, replay: bool) {
+    fn on_read_request(&mut self, pkt: &wire::Packet<'_>, replay: bool) {
         let psn = pkt.psn();
         let Some(reth) = pkt.headers().reth else {
             return self.resp_fatal(NakCode::InvalidRequest, psn.get());
@@ -632,7 +616,7 @@ impl Ctx<'_> {
         }
     }
 
-    pub(super) fn on_atomic(&mut self, pkt: &wire::Packet<'_>, replay: bool) {
+    fn on_atomic(&mut self, pkt: &wire::Packet<'_>, replay: bool) {
         let psn = pkt.psn();
         let Some(a) = pkt.headers().atomic_eth else {
             return self.resp_fatal(NakCode::InvalidRequest, psn.get());
@@ -691,7 +675,7 @@ impl Ctx<'_> {
     }
 
     /// A request at a PSN already processed.
-    pub(super) fn duplicate(&mut self, pkt: &wire::Packet<'_>) {
+    fn duplicate(&mut self, pkt: &wire::Packet<'_>) {
         let epsn = Psn::new(self.inner.resp.epsn);
         match responder::duplicate_action(pkt.info().kind, pkt.bth().ack_req, epsn) {
             Duplicate::ReplayRead => self.on_read_request(pkt, true),

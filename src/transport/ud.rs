@@ -5,9 +5,10 @@
 
 use kernel::prelude::*;
 
-use super::{wc, Ctx, SendOp, SgeError, SEND_SOLICITED, WC_WITH_IMM};
+use super::{Ctx, SendOp, SgeError, SEND_SOLICITED};
 use crate::{
     abi,
+    completion::{Completion, WcEx, WcOpcode, WcStatus},
     counters::Counter,
     engine::{
         psn::Psn,
@@ -42,8 +43,8 @@ impl Ctx<'_> {
                 return true;
             }
             let op = self.op(0);
-            let status = if op.invalid != 0 {
-                op.invalid
+            let status = if let Some(invalid) = op.invalid {
+                invalid
             } else {
                 match self.build_datagram(&op) {
                     Ok(d) => {
@@ -51,7 +52,7 @@ impl Ctx<'_> {
                             // Dropped like a datagram lost on the wire.
                             self.dev.counters.inc(Counter::NoRoute);
                         }
-                        wc::SUCCESS
+                        WcStatus::Success
                     }
                     Err(s) => s,
                 }
@@ -65,18 +66,18 @@ impl Ctx<'_> {
     }
 
     /// The datagram of WQE 0, or the completion status that refuses it.
-    fn build_datagram(&mut self, op: &SendOp) -> Result<Datagram, u32> {
+    fn build_datagram(&mut self, op: &SendOp) -> Result<Datagram, WcStatus> {
         let opcode = match op.opcode {
             abi::WR_SEND => Opcode::UdSendOnly,
             abi::WR_SEND_WITH_IMM => Opcode::UdSendOnlyImm,
-            _ => return Err(wc::LOC_QP_OP_ERR),
+            _ => return Err(WcStatus::LocQpOpErr),
         };
         // One packet per datagram.
         if op.len > self.mtu() {
-            return Err(wc::LOC_LEN_ERR);
+            return Err(WcStatus::LocLenErr);
         }
         let ud = abi::SendWqe::from_bytes(self.shadow(0))
-            .ok_or(wc::LOC_QP_OP_ERR)?
+            .ok_or(WcStatus::LocQpOpErr)?
             .wr
             .wr
             .ud();
@@ -89,7 +90,7 @@ impl Ctx<'_> {
         } else {
             crate::ah::RroceAh::user_av(self.dev, ud.ah_num, self.qp.pd, self.rcu)
         }
-        .ok_or(wc::LOC_QP_OP_ERR)?;
+        .ok_or(WcStatus::LocQpOpErr)?;
         // The high bit of the WR's Q_Key means "the QP's Q_Key".
         let qkey = if ud.remote_qkey & 0x8000_0000 != 0 {
             self.inner.attrs.qkey
@@ -115,21 +116,21 @@ impl Ctx<'_> {
             });
         }
         let len = op.len as usize;
-        let total = wire::packet_len(opcode, len).ok_or(wc::LOC_LEN_ERR)?;
+        let total = wire::packet_len(opcode, len).ok_or(WcStatus::LocLenErr)?;
         let ipv6 = av.network == crate::ah::NetworkType::Ipv6;
         // Without memory the datagram is lost, as on the wire.
-        let mut skb = net::alloc(self.ndev, ipv6, total).ok_or(wc::SUCCESS)?;
+        let mut skb = net::alloc(self.ndev, ipv6, total).ok_or(WcStatus::Success)?;
         let buf = skb.buf();
-        let hdr = wire::build_headers(&h, len, buf).map_err(|_| wc::LOC_QP_OP_ERR)?;
+        let hdr = wire::build_headers(&h, len, buf).map_err(|_| WcStatus::LocQpOpErr)?;
         let (payload, rest) = buf
             .get_mut(hdr..)
-            .ok_or(wc::LOC_LEN_ERR)?
+            .ok_or(WcStatus::LocLenErr)?
             .split_at_mut_checked(len)
-            .ok_or(wc::LOC_LEN_ERR)?;
+            .ok_or(WcStatus::LocLenErr)?;
         rest.fill(0);
         let elem = self.shadow(0);
         if op.inline {
-            let src = abi::SendWqe::payload(elem, len).ok_or(wc::LOC_LEN_ERR)?;
+            let src = abi::SendWqe::payload(elem, len).ok_or(WcStatus::LocLenErr)?;
             payload.copy_from_slice(src);
         } else {
             self.walk_sges(
@@ -140,10 +141,7 @@ impl Ctx<'_> {
                 0,
                 |mr, va, r| mr.read(va, payload.get_mut(r).ok_or(AccessError::Bounds)?),
             )
-            .map_err(|e| match e {
-                SgeError::Prot => wc::LOC_PROT_ERR,
-                SgeError::Len => wc::LOC_LEN_ERR,
-            })?;
+            .map_err(SgeError::status)?;
         }
         Ok((skb, av))
     }
@@ -169,20 +167,20 @@ impl Ctx<'_> {
         // The GRH area: an IPv6 header as is, an IPv4 header in its last
         // 20 bytes (as rdma_rxe and hardware RoCEv2 devices lay it out).
         let mut grh = [0u8; 40];
-        match l3.len() {
+        let net = match l3.len() {
             40 => {
                 grh.copy_from_slice(l3);
-                self.inner.resp.ud_net = sys::rdma_network_type_RDMA_NETWORK_IPV6 as u8;
+                sys::rdma_network_type_RDMA_NETWORK_IPV6 as u8
             }
             20 => {
                 grh[20..].copy_from_slice(l3);
-                self.inner.resp.ud_net = sys::rdma_network_type_RDMA_NETWORK_IPV4 as u8;
+                sys::rdma_network_type_RDMA_NETWORK_IPV4 as u8
             }
             _ => {
                 self.dev.counters.inc(Counter::Malformed);
                 return;
             }
-        }
+        };
         match self.take_recv() {
             Ok(true) => {}
             Ok(false) => {
@@ -222,27 +220,19 @@ impl Ctx<'_> {
                 },
             )
         };
-        let mut cqe = abi::Cqe {
-            wr_id: r.wr_id,
-            status: wc::SUCCESS,
-            opcode: sys::ib_wc_opcode_IB_WC_RECV,
+        let mut c = Completion {
             byte_len: total as u32,
-            qp_num: self.qp.qpn,
             src_qp: deth.src_qpn & wire::QPN_MASK,
-            wc_flags: abi::WC_GRH,
+            grh: Some(net),
             port_num: 1,
-            ..Default::default()
+            ..Completion::new(r.wr_id, WcStatus::Success, WcOpcode::Recv, self.qp.qpn)
         };
         if let Err(e) = scattered {
-            cqe.status = match e {
-                SgeError::Len => wc::LOC_LEN_ERR,
-                SgeError::Prot => wc::LOC_PROT_ERR,
-            };
-            cqe.byte_len = 0;
+            c.status = e.status();
+            c.byte_len = 0;
         } else if let Some(imm) = pkt.headers().imm_dt {
-            cqe.ex = imm.imm.to_be();
-            cqe.wc_flags |= WC_WITH_IMM;
+            c.ex = WcEx::Imm(imm.imm.to_be());
         }
-        self.complete_recv(cqe, pkt.bth().solicited);
+        self.complete_recv(c, pkt.bth().solicited);
     }
 }
