@@ -39,7 +39,7 @@ use crate::{
         rc::{responder::AtomicReplay, window::Window},
         wire::{self, Bth, Headers, Opcode},
     },
-    mr::{self, AccessError},
+    mr::{self, AccessError, SgeError, SgeList},
     net,
     qp::{QpInner, QpState},
     rdma::sys,
@@ -211,12 +211,6 @@ pub(crate) struct Ctx<'a> {
     pub(crate) rcu: &'a rcu::Guard,
 }
 
-/// Result of gathering or scattering through SGEs.
-enum SgeError {
-    Prot,
-    Len,
-}
-
 impl SgeError {
     /// The local completion status of the failure.
     fn status(self) -> WcStatus {
@@ -280,42 +274,22 @@ impl Ctx<'_> {
 
     // ---- SGEs ----------------------------------------------------------
 
-    /// Walks `num_sge` SGEs in `elem`, calling `f` for each piece of the
-    /// message bytes `[off, off + len)` with (MR, va, range in the caller's
-    /// buffer).
+    /// Walks `num_sge` SGEs in `elem` on the QP's PD ([`mr::walk_sges`]).
     fn walk_sges(
         &self,
         elem: &[u8],
         sge_at: fn(&[u8], usize) -> Option<abi::Sge>,
         num_sge: u32,
-        (mut off, len): (u32, u32),
+        range: (u32, u32),
         need: u32,
-        mut f: impl FnMut(&mr::RroceMr, u64, core::ops::Range<usize>) -> Result<(), AccessError>,
+        f: impl FnMut(&mr::RroceMr, u64, core::ops::Range<usize>) -> Result<(), AccessError>,
     ) -> Result<(), SgeError> {
-        let mut done = 0u32;
-        for i in 0..num_sge as usize {
-            if done == len {
-                break;
-            }
-            let sge = sge_at(elem, i).ok_or(SgeError::Prot)?;
-            if off >= sge.length {
-                off -= sge.length;
-                continue;
-            }
-            let n = (sge.length - off).min(len - done);
-            let mr = mr::lookup(self.dev, sge.lkey, self.rcu).ok_or(SgeError::Prot)?;
-            let va = sge.addr.checked_add(u64::from(off)).ok_or(SgeError::Prot)?;
-            mr.check(self.qp.pd, va, u64::from(n), need)
-                .map_err(|_| SgeError::Prot)?;
-            f(mr, va, done as usize..(done + n) as usize).map_err(|_| SgeError::Prot)?;
-            done += n;
-            off = 0;
-        }
-        if done == len {
-            Ok(())
-        } else {
-            Err(SgeError::Len)
-        }
+        let sges = SgeList {
+            elem,
+            sge_at,
+            num_sge,
+        };
+        mr::walk_sges(self.dev, self.rcu, self.qp.pd, sges, range, need, f)
     }
 
     fn op_index(&self, k: u32) -> usize {
