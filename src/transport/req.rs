@@ -7,7 +7,7 @@
 use kernel::prelude::*;
 
 use super::{
-    timeout_us, Ctx, SendOp, SgeError, SEND_FENCE, SEND_INLINE, SEND_IP_CSUM, SEND_SIGNALED,
+    timeout_us, Ctx, Req, SendOp, SgeError, SEND_FENCE, SEND_INLINE, SEND_IP_CSUM, SEND_SIGNALED,
     SEND_SOLICITED,
 };
 use crate::{
@@ -28,6 +28,22 @@ use crate::{
 /// on RC, ignored as rdma_rxe does).
 const KNOWN_SEND_FLAGS: u32 =
     SEND_FENCE | SEND_SIGNALED | SEND_SOLICITED | SEND_INLINE | SEND_IP_CSUM;
+
+impl Req {
+    /// Moves the send PSN by `npkts`; `done` ends the current WQE.
+    fn advance(&mut self, npkts: u32, done: bool) {
+        self.psn = Psn::new(self.psn).add(npkts).get();
+        if done {
+            self.cur += 1;
+            self.cur_off = 0;
+        }
+        if Psn::new(self.psn).diff(Psn::new(self.max_psn)) >= 0 {
+            self.max_psn = self.psn;
+            self.max_cur = self.cur;
+            self.max_cur_off = self.cur_off;
+        }
+    }
+}
 
 impl Ctx<'_> {
     /// Copies and validates newly posted WQEs.
@@ -302,7 +318,7 @@ impl Ctx<'_> {
                     self.inner.req.noack = 0;
                 }
                 self.inner.req.cur_off += n;
-                self.advance(1, last);
+                self.inner.req.advance(1, last);
                 Ok(true)
             }
             Ok(false) => Ok(false),
@@ -324,7 +340,7 @@ impl Ctx<'_> {
             return false;
         }
         let pkts_left = op.npkts - off / self.mtu();
-        self.advance(pkts_left, true);
+        self.inner.req.advance(pkts_left, true);
         true
     }
 
@@ -350,23 +366,8 @@ impl Ctx<'_> {
         if !matches!(self.queue(&h, 0, |_, _| Ok(())), Ok(true)) {
             return false;
         }
-        self.advance(1, true);
+        self.inner.req.advance(1, true);
         true
-    }
-
-    /// Moves the send PSN by `npkts`; `done` ends the current WQE.
-    fn advance(&mut self, npkts: u32, done: bool) {
-        let r = &mut self.inner.req;
-        r.psn = Psn::new(r.psn).add(npkts).get();
-        if done {
-            r.cur += 1;
-            r.cur_off = 0;
-        }
-        if Psn::new(r.psn).diff(Psn::new(r.max_psn)) >= 0 {
-            r.max_psn = r.psn;
-            r.max_cur = r.cur;
-            r.max_cur_off = r.cur_off;
-        }
     }
 
     pub(super) fn arm_retry_timer(&self) {

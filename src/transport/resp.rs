@@ -6,7 +6,7 @@
 
 use kernel::prelude::*;
 
-use super::{Ctx, RecvCtx, SgeError, WriteCtx, ATOMIC_LOCK};
+use super::{Ctx, RecvCtx, Resp, SgeError, WriteCtx, ATOMIC_LOCK};
 use crate::{
     abi,
     completion::{Completion, WcEx, WcOpcode, WcStatus},
@@ -142,6 +142,18 @@ impl RespQueue {
 
     pub(crate) fn is_empty(&self) -> bool {
         self.len == 0
+    }
+}
+
+impl Resp {
+    /// A request was processed: `next` is the next expected PSN, the gap
+    /// (if any) is closed, and a message end counts in the MSN.
+    fn accept(&mut self, next: Psn, end_of_message: bool) {
+        self.nak_sent = false;
+        self.epsn = next.get();
+        if end_of_message {
+            self.msn = (self.msn + 1) & wire::QPN_MASK;
+        }
     }
 }
 
@@ -335,11 +347,7 @@ impl Ctx<'_> {
 
     /// The packet at `epsn` was processed.
     fn resp_next(&mut self, pkt: &wire::Packet<'_>, end_of_message: bool) {
-        self.inner.resp.nak_sent = false;
-        self.inner.resp.epsn = pkt.psn().next().get();
-        if end_of_message {
-            self.inner.resp.msn = (self.inner.resp.msn + 1) & wire::QPN_MASK;
-        }
+        self.inner.resp.accept(pkt.psn().next(), end_of_message);
         if pkt.bth().ack_req {
             self.send_ack(
                 Syndrome::Ack {
@@ -597,9 +605,7 @@ impl Ctx<'_> {
             return self.resp_fatal(NakCode::RemoteAccessError, psn.get());
         }
         if !replay {
-            self.inner.resp.nak_sent = false;
-            self.inner.resp.epsn = psn.add(npkts).get();
-            self.inner.resp.msn = (self.inner.resp.msn + 1) & wire::QPN_MASK;
+            self.inner.resp.accept(psn.add(npkts), true);
         }
         let item = RespItem::Read {
             va: reth.va,
@@ -657,9 +663,7 @@ impl Ctx<'_> {
             let _ = mr.write(a.va, &new.to_ne_bytes());
             drop(guard);
             self.inner.resp.atomics.remember(psn, old);
-            self.inner.resp.nak_sent = false;
-            self.inner.resp.epsn = psn.next().get();
-            self.inner.resp.msn = (self.inner.resp.msn + 1) & wire::QPN_MASK;
+            self.inner.resp.accept(psn.next(), true);
             old
         };
         let msn = self.inner.resp.msn;
