@@ -12,7 +12,7 @@ use core::sync::atomic::{AtomicU32, Ordering};
 
 use kernel::{ffi::c_int, prelude::*};
 
-use crate::{device::RroceDev, rdma::sys};
+use crate::{abi, device::RroceDev, rdma::sys};
 
 /// The access flags an MR may carry (`IB_ACCESS_*` that rroce implements).
 const SUPPORTED_ACCESS: u32 = sys::ib_access_flags_IB_ACCESS_LOCAL_WRITE
@@ -155,6 +155,65 @@ pub(crate) fn lookup<'g>(
 ) -> Option<&'g RroceMr> {
     let mr = dev.mrs.get((key >> 8) as usize, guard)?;
     (mr.ibmr.lkey == key).then_some(mr)
+}
+
+/// Why gathering or scattering through a WQE's SGEs failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SgeError {
+    /// An SGE is unreadable, or its key, PD, range or rights are wrong.
+    Prot,
+    /// The SGEs hold fewer bytes than the message.
+    Len,
+}
+
+/// The scatter/gather list of a WQE, in a kernel copy of the WQE.
+#[derive(Clone, Copy)]
+pub(crate) struct SgeList<'a> {
+    /// The WQE.
+    pub(crate) elem: &'a [u8],
+    /// Decodes SGE `i` of a WQE (`abi::SendWqe::sge`, `abi::RecvWqe::sge`).
+    pub(crate) sge_at: fn(&[u8], usize) -> Option<abi::Sge>,
+    /// SGEs the WQE says it has.
+    pub(crate) num_sge: u32,
+}
+
+/// Walks `sges`, calling `f` for each piece of the message bytes
+/// `[off, off + len)` with (MR, va, range in the caller's buffer), after
+/// checking the piece against its MR: on `pd`, in bounds, with the `need`
+/// access rights. The MRs are those of `dev`, valid while `guard` is held.
+pub(crate) fn walk_sges(
+    dev: &RroceDev,
+    guard: &kernel::sync::rcu::Guard,
+    pd: *mut sys::ib_pd,
+    sges: SgeList<'_>,
+    (mut off, len): (u32, u32),
+    need: u32,
+    mut f: impl FnMut(&RroceMr, u64, core::ops::Range<usize>) -> Result<(), AccessError>,
+) -> Result<(), SgeError> {
+    let mut done = 0u32;
+    for i in 0..sges.num_sge as usize {
+        if done == len {
+            break;
+        }
+        let sge = (sges.sge_at)(sges.elem, i).ok_or(SgeError::Prot)?;
+        if off >= sge.length {
+            off -= sge.length;
+            continue;
+        }
+        let n = (sge.length - off).min(len - done);
+        let mr = lookup(dev, sge.lkey, guard).ok_or(SgeError::Prot)?;
+        let va = sge.addr.checked_add(u64::from(off)).ok_or(SgeError::Prot)?;
+        mr.check(pd, va, u64::from(n), need)
+            .map_err(|_| SgeError::Prot)?;
+        f(mr, va, done as usize..(done + n) as usize).map_err(|_| SgeError::Prot)?;
+        done += n;
+        off = 0;
+    }
+    if done == len {
+        Ok(())
+    } else {
+        Err(SgeError::Len)
+    }
 }
 
 static KEY_SALT: AtomicU32 = AtomicU32::new(0);

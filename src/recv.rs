@@ -150,7 +150,7 @@ fn dispatch(qp: &QpState, pkt: &wire::Packet<'_>, ud: bool, l3: &[u8], guard: &r
     qp.deliver(guard, |ctx| match (ud, direction) {
         (true, Direction::Request) => ctx.on_datagram(pkt, l3),
         (true, _) => {}
-        (false, Direction::Request) => ctx.on_request(pkt, 0),
+        (false, Direction::Request) => ctx.on_request(pkt),
         (false, Direction::Response) => ctx.on_response(pkt),
         (false, Direction::Notification) => {}
     });

@@ -15,5 +15,6 @@ pub mod icrc;
 pub mod index;
 pub mod notify;
 pub mod psn;
+pub mod rc;
 pub mod ring;
 pub mod wire;

@@ -1,0 +1,26 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The RC transport's decisions, as pure functions and small state machines.
+//!
+//! The transport (`src/transport/`) holds the QP lock, owns the queues and
+//! builds packets; what it should *do* with an incoming ACK, a timeout, a
+//! duplicate request or a loss is decided here, from plain values, and
+//! returned as an action the transport carries out. Nothing here touches a
+//! packet buffer, a ring or the kernel, so every decision is tested on the
+//! host (`tests.rs`, plain `cargo test`; no KUnit selftest), including PSN
+//! wraparound at 2^24.
+//!
+//! - [`window`]: the send window (go-back-N wastes less with a smaller one
+//!   on a lossy path) and when to ask for an ACK.
+//! - [`completer`]: which responses count, what an AETH syndrome asks for,
+//!   the RNR retry budget, the timer, and where go-back-N resumes.
+//! - [`responder`]: new, duplicate or out-of-sequence request; opcode
+//!   sequence and payload length checks; what a duplicate is answered with,
+//!   and the remembered atomic results it is replayed from.
+
+pub mod completer;
+pub mod responder;
+pub mod window;
+
+#[cfg(test)]
+mod tests;

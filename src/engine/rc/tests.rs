@@ -1,0 +1,442 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Host tests of the RC transport's decisions.
+
+use super::{
+    completer::{
+        classify_ack, nak_acks_through, on_timer, read_retry, response_in_range, response_limit,
+        rewind_on_sequence_nak, rewind_target, rnr_retry, skip_ahead, AckClass, RemoteError,
+        Rewind, SentWqe, TimerAction, RNR_RETRY_INFINITE,
+    },
+    responder::{
+        classify_request, duplicate_action, opcode_sequence_ok, payload_len_ok, AtomicReplay,
+        Duplicate, RequestClass, ATOMIC_REPLAYS,
+    },
+    window::{Window, ACK_EVERY, MIN_WINDOW, WINDOW},
+};
+use crate::engine::{
+    psn::{Psn, PSN_HALF, PSN_MASK},
+    wire::{NakCode, OpKind, Position, Syndrome},
+};
+
+fn p(v: u32) -> Psn {
+    Psn::new(v)
+}
+
+// ---- window --------------------------------------------------------------
+
+#[test]
+fn window_starts_full() {
+    assert_eq!(Window::default().size(), WINDOW);
+}
+
+#[test]
+fn window_halves_on_loss_down_to_min() {
+    let mut w = Window::default();
+    let mut sizes = Vec::new();
+    for _ in 0..6 {
+        w.on_loss();
+        sizes.push(w.size());
+    }
+    assert_eq!(sizes, [64, 32, 16, 8, 8, 8]);
+    assert_eq!(w.size(), MIN_WINDOW);
+}
+
+#[test]
+fn window_grows_by_one_per_progress_up_to_max() {
+    let mut w = Window::default();
+    w.on_loss();
+    assert_eq!(w.size(), 64);
+    w.on_progress();
+    assert_eq!(w.size(), 65);
+    for _ in 0..200 {
+        w.on_progress();
+    }
+    assert_eq!(w.size(), WINDOW);
+    w.on_progress();
+    assert_eq!(w.size(), WINDOW);
+}
+
+#[test]
+fn window_loss_after_partial_regrowth() {
+    let mut w = Window::default();
+    for _ in 0..4 {
+        w.on_loss();
+    }
+    assert_eq!(w.size(), MIN_WINDOW);
+    for _ in 0..11 {
+        w.on_progress();
+    }
+    assert_eq!(w.size(), 19);
+    w.on_loss();
+    assert_eq!(w.size(), 9);
+}
+
+#[test]
+fn window_may_send_boundary_and_wraparound() {
+    let w = Window::default();
+    let una = p(PSN_MASK - 10);
+    assert!(w.may_send(una, una));
+    assert!(w.may_send(una.add(WINDOW - 1), una));
+    assert!(!w.may_send(una.add(WINDOW), una));
+    let mut small = w;
+    for _ in 0..4 {
+        small.on_loss();
+    }
+    assert!(small.may_send(una.add(MIN_WINDOW - 1), una));
+    assert!(!small.may_send(una.add(MIN_WINDOW), una));
+}
+
+#[test]
+fn window_ack_request_interval() {
+    let w = Window::default();
+    assert!(w.ack_req(true, 1));
+    assert!(!w.ack_req(false, ACK_EVERY - 1));
+    assert!(w.ack_req(false, ACK_EVERY));
+    let mut small = w;
+    for _ in 0..4 {
+        small.on_loss();
+    }
+    // Twice per window once the window is below 2 * ACK_EVERY.
+    assert!(!small.ack_req(false, MIN_WINDOW / 2 - 1));
+    assert!(small.ack_req(false, MIN_WINDOW / 2));
+}
+
+// ---- completer -----------------------------------------------------------
+
+#[test]
+fn ack_classification_covers_every_syndrome() {
+    assert_eq!(classify_ack(Syndrome::Ack { credits: 0 }), AckClass::Ack);
+    assert_eq!(
+        classify_ack(Syndrome::Ack {
+            credits: Syndrome::CREDITS_INVALID
+        }),
+        AckClass::Ack
+    );
+    assert_eq!(
+        classify_ack(Syndrome::RnrNak { timer: 14 }),
+        AckClass::RnrNak { timer: 14 }
+    );
+    let cases = [
+        (NakCode::PsnSequenceError, AckClass::SequenceNak),
+        (
+            NakCode::InvalidRequest,
+            AckClass::Fatal(RemoteError::InvalidRequest),
+        ),
+        (
+            NakCode::RemoteAccessError,
+            AckClass::Fatal(RemoteError::Access),
+        ),
+        (
+            NakCode::RemoteOperationalError,
+            AckClass::Fatal(RemoteError::Operational),
+        ),
+        (
+            NakCode::InvalidRdRequest,
+            AckClass::Fatal(RemoteError::InvalidRdRequest),
+        ),
+    ];
+    for (code, class) in cases {
+        assert_eq!(classify_ack(Syndrome::Nak(code)), class, "{code:?}");
+    }
+}
+
+#[test]
+fn every_syndrome_byte_classifies() {
+    // Each decodable AETH syndrome byte maps to the class of its type.
+    for b in 0..=u8::MAX {
+        let Some(s) = Syndrome::from_byte(b) else {
+            continue;
+        };
+        let c = classify_ack(s);
+        match b >> 5 {
+            0 => assert_eq!(c, AckClass::Ack),
+            1 => assert!(matches!(c, AckClass::RnrNak { timer } if timer == b & 0x1f)),
+            3 => assert!(matches!(c, AckClass::SequenceNak | AckClass::Fatal(_))),
+            _ => panic!("byte {b:#x} decoded"),
+        }
+    }
+}
+
+#[test]
+fn response_range_boundaries() {
+    let una = p(100);
+    let next = p(110);
+    let max = p(120);
+    // An ACK may cover up to max_psn - 1; a READ response up to psn - 1.
+    let ack_limit = response_limit(true, next, max);
+    let rd_limit = response_limit(false, next, max);
+    assert_eq!(ack_limit, max);
+    assert_eq!(rd_limit, next);
+    assert!(!response_in_range(p(99), una, ack_limit));
+    assert!(response_in_range(p(100), una, ack_limit));
+    assert!(response_in_range(p(119), una, ack_limit));
+    assert!(!response_in_range(p(120), una, ack_limit));
+    assert!(response_in_range(p(109), una, rd_limit));
+    assert!(!response_in_range(p(110), una, rd_limit));
+}
+
+#[test]
+fn response_range_across_wrap() {
+    let una = p(PSN_MASK - 1);
+    let limit = p(3);
+    assert!(response_in_range(p(PSN_MASK), una, limit));
+    assert!(response_in_range(p(0), una, limit));
+    assert!(response_in_range(p(2), una, limit));
+    assert!(!response_in_range(p(3), una, limit));
+    assert!(!response_in_range(p(PSN_MASK - 2), una, limit));
+    // Nothing in flight: nothing counts.
+    assert!(!response_in_range(una, una, una));
+}
+
+#[test]
+fn nak_implicitly_acks_what_precedes_it() {
+    assert_eq!(nak_acks_through(p(5), p(5)), None);
+    assert_eq!(nak_acks_through(p(7), p(5)), Some(p(6)));
+    assert_eq!(nak_acks_through(p(0), p(PSN_MASK - 3)), Some(p(PSN_MASK)));
+}
+
+#[test]
+fn rnr_retry_budget() {
+    assert_eq!(rnr_retry(0), None);
+    assert_eq!(rnr_retry(1), Some(0));
+    assert_eq!(rnr_retry(6), Some(5));
+    assert_eq!(rnr_retry(RNR_RETRY_INFINITE), Some(RNR_RETRY_INFINITE));
+}
+
+#[test]
+fn timer_actions() {
+    assert_eq!(on_timer(true, true, 0), TimerAction::EndRnrWait);
+    assert_eq!(on_timer(true, false, 3), TimerAction::EndRnrWait);
+    assert_eq!(on_timer(false, true, 0), TimerAction::Idle);
+    assert_eq!(on_timer(false, false, 0), TimerAction::RetryExceeded);
+    assert_eq!(
+        on_timer(false, false, 1),
+        TimerAction::Retransmit { retry_left: 0 }
+    );
+    assert_eq!(
+        on_timer(false, false, 7),
+        TimerAction::Retransmit { retry_left: 6 }
+    );
+}
+
+#[test]
+fn sequence_nak_and_read_retry_rewind_points() {
+    assert_eq!(rewind_on_sequence_nak(p(40), None), Some(p(40)));
+    assert_eq!(rewind_on_sequence_nak(p(40), Some(40)), None);
+    assert_eq!(rewind_on_sequence_nak(p(40), Some(12)), None);
+    assert_eq!(read_retry(p(9), None), Some(p(9)));
+    assert_eq!(read_retry(p(9), Some(9)), None);
+    assert_eq!(read_retry(p(9), Some(8)), Some(p(9)));
+}
+
+#[test]
+fn skip_ahead_only_forward() {
+    assert_eq!(skip_ahead(p(10), p(10)), None);
+    assert_eq!(skip_ahead(p(9), p(10)), None);
+    assert_eq!(skip_ahead(p(11), p(10)), Some(p(11)));
+    assert_eq!(skip_ahead(p(1), p(PSN_MASK)), Some(p(1)));
+    assert_eq!(skip_ahead(p(PSN_MASK), p(1)), None);
+}
+
+fn wqe(first: u32, npkts: u32, done: bool) -> SentWqe {
+    SentWqe {
+        first_psn: p(first),
+        npkts,
+        done,
+    }
+}
+
+#[test]
+fn rewind_to_max_fast_forwards() {
+    let w = [wqe(0, 4, false)];
+    assert_eq!(rewind_target(p(4), p(4), 1, 0, w), Rewind::ToMax);
+}
+
+#[test]
+fn rewind_finds_wqe_and_packet() {
+    // WQE 0: PSNs 10..13 (done), WQE 1: 14..15, WQE 2: 16 (0 packets
+    // counts as 1), WQE 3: 17..19, partly sent (max_cur 3, offset > 0).
+    let w = [
+        wqe(10, 4, true),
+        wqe(14, 2, false),
+        wqe(16, 0, false),
+        wqe(17, 3, false),
+    ];
+    assert_eq!(rewind_target(p(11), p(19), 3, 1, w), Rewind::Nowhere);
+    assert_eq!(
+        rewind_target(p(15), p(19), 3, 1, w),
+        Rewind::At { k: 1, idx: 1 }
+    );
+    assert_eq!(
+        rewind_target(p(16), p(19), 3, 1, w),
+        Rewind::At { k: 2, idx: 0 }
+    );
+    assert_eq!(
+        rewind_target(p(18), p(19), 3, 1, w),
+        Rewind::At { k: 3, idx: 1 }
+    );
+    // WQE 3 not started (offset 0): not a rewind target.
+    assert_eq!(rewind_target(p(18), p(17), 3, 0, w), Rewind::Nowhere);
+}
+
+#[test]
+fn rewind_across_psn_wrap() {
+    let w = [wqe(PSN_MASK - 1, 4, false)];
+    assert_eq!(
+        rewind_target(p(1), p(2), 1, 0, w),
+        Rewind::At { k: 0, idx: 3 }
+    );
+    assert_eq!(
+        rewind_target(p(PSN_MASK), p(2), 1, 0, w),
+        Rewind::At { k: 0, idx: 1 }
+    );
+    assert_eq!(rewind_target(p(2), p(2), 1, 0, w), Rewind::ToMax);
+}
+
+// ---- responder -----------------------------------------------------------
+
+#[test]
+fn request_classes() {
+    let e = p(50);
+    assert_eq!(classify_request(e, e, false), RequestClass::New);
+    assert_eq!(classify_request(e, e, true), RequestClass::New);
+    assert_eq!(classify_request(p(49), e, false), RequestClass::Duplicate);
+    assert_eq!(
+        classify_request(p(51), e, false),
+        RequestClass::OutOfSequence { nak: true }
+    );
+    assert_eq!(
+        classify_request(p(51), e, true),
+        RequestClass::OutOfSequence { nak: false }
+    );
+}
+
+#[test]
+fn request_classes_at_wrap_and_half_space() {
+    let e = p(1);
+    assert_eq!(
+        classify_request(p(PSN_MASK), e, false),
+        RequestClass::Duplicate
+    );
+    assert_eq!(classify_request(p(0), e, false), RequestClass::Duplicate);
+    // Exactly half the space away counts as behind (a duplicate).
+    assert_eq!(
+        classify_request(e.add(PSN_HALF), e, false),
+        RequestClass::Duplicate
+    );
+    assert_eq!(
+        classify_request(e.add(PSN_HALF - 1), e, false),
+        RequestClass::OutOfSequence { nak: true }
+    );
+    let e = p(PSN_MASK);
+    assert_eq!(
+        classify_request(p(0), e, false),
+        RequestClass::OutOfSequence { nak: true }
+    );
+}
+
+#[test]
+fn opcode_sequence() {
+    use Position::*;
+    // Idle: only message starts and READ/atomic requests.
+    assert!(opcode_sequence_ok(OpKind::Send, First, false, false));
+    assert!(opcode_sequence_ok(OpKind::Send, Only, false, false));
+    assert!(!opcode_sequence_ok(OpKind::Send, Middle, false, false));
+    assert!(!opcode_sequence_ok(OpKind::RdmaWrite, Last, false, false));
+    assert!(opcode_sequence_ok(
+        OpKind::RdmaReadRequest,
+        Only,
+        false,
+        false
+    ));
+    assert!(opcode_sequence_ok(OpKind::FetchAdd, Only, false, false));
+    // In a SEND: only its continuation.
+    assert!(opcode_sequence_ok(OpKind::Send, Middle, true, false));
+    assert!(opcode_sequence_ok(OpKind::Send, Last, true, false));
+    assert!(!opcode_sequence_ok(OpKind::Send, First, true, false));
+    assert!(!opcode_sequence_ok(OpKind::RdmaWrite, Middle, true, false));
+    assert!(!opcode_sequence_ok(
+        OpKind::RdmaReadRequest,
+        Only,
+        true,
+        false
+    ));
+    // In a WRITE.
+    assert!(opcode_sequence_ok(OpKind::RdmaWrite, Last, false, true));
+    assert!(!opcode_sequence_ok(OpKind::RdmaWrite, Only, false, true));
+    assert!(!opcode_sequence_ok(OpKind::Send, Only, false, true));
+    assert!(!opcode_sequence_ok(OpKind::CompareSwap, Only, false, true));
+}
+
+#[test]
+fn payload_lengths_by_position() {
+    use Position::*;
+    let mtu = 1024;
+    for kind in [OpKind::Send, OpKind::RdmaWrite] {
+        assert!(payload_len_ok(kind, First, mtu, mtu));
+        assert!(!payload_len_ok(kind, First, mtu - 1, mtu));
+        assert!(payload_len_ok(kind, Middle, mtu, mtu));
+        assert!(!payload_len_ok(kind, Middle, mtu + 1, mtu));
+        assert!(payload_len_ok(kind, Last, 1, mtu));
+        assert!(payload_len_ok(kind, Last, mtu, mtu));
+        assert!(!payload_len_ok(kind, Last, 0, mtu));
+        assert!(!payload_len_ok(kind, Last, mtu + 1, mtu));
+        assert!(payload_len_ok(kind, Only, 0, mtu));
+        assert!(payload_len_ok(kind, Only, mtu, mtu));
+        assert!(!payload_len_ok(kind, Only, mtu + 1, mtu));
+    }
+    assert!(payload_len_ok(OpKind::RdmaReadRequest, Only, 9999, mtu));
+}
+
+#[test]
+fn duplicate_answers() {
+    let e = p(0);
+    assert_eq!(
+        duplicate_action(OpKind::RdmaReadRequest, false, e),
+        Duplicate::ReplayRead
+    );
+    assert_eq!(
+        duplicate_action(OpKind::CompareSwap, true, e),
+        Duplicate::ReplayAtomic
+    );
+    assert_eq!(
+        duplicate_action(OpKind::FetchAdd, false, e),
+        Duplicate::ReplayAtomic
+    );
+    assert_eq!(
+        duplicate_action(OpKind::Send, true, e),
+        Duplicate::Ack(p(PSN_MASK))
+    );
+    assert_eq!(
+        duplicate_action(OpKind::RdmaWrite, true, p(7)),
+        Duplicate::Ack(p(6))
+    );
+    assert_eq!(duplicate_action(OpKind::Send, false, e), Duplicate::Ignore);
+}
+
+#[test]
+fn atomic_replay_lookup_and_eviction() {
+    let mut r = AtomicReplay::default();
+    assert_eq!(r.lookup(p(0)), None);
+    r.remember(p(0), 11);
+    assert_eq!(r.lookup(p(0)), Some(11));
+    assert_eq!(r.lookup(p(1)), None);
+    for i in 1..ATOMIC_REPLAYS as u32 {
+        r.remember(p(i), u64::from(i) * 100);
+    }
+    assert_eq!(r.lookup(p(0)), Some(11));
+    // The ninth replaces the oldest.
+    r.remember(p(PSN_MASK), 99);
+    assert_eq!(r.lookup(p(0)), None);
+    assert_eq!(r.lookup(p(PSN_MASK)), Some(99));
+    assert_eq!(r.lookup(p(1)), Some(100));
+}
+
+#[test]
+fn atomic_replay_same_psn_first_slot_wins() {
+    let mut r = AtomicReplay::default();
+    r.remember(p(5), 1);
+    r.remember(p(5), 2);
+    assert_eq!(r.lookup(p(5)), Some(1));
+}

@@ -1,0 +1,374 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The completer: ACKs, NAKs, READ responses and atomic ACKs retire send
+//! WQEs in posting order; a timeout or a PSN sequence NAK goes back to the
+//! oldest unacknowledged PSN, an RNR NAK waits the timer it names.
+
+use kernel::prelude::*;
+
+use super::{Ctx, SendOp};
+use crate::{
+    abi,
+    completion::WcStatus,
+    counters::Counter,
+    engine::{
+        psn::Psn,
+        rc::completer::{
+            self, response_in_range, response_limit, skip_ahead, AckClass, RemoteError, TimerAction,
+        },
+        wire::{self, OpKind, Position, Syndrome},
+    },
+    mr::AccessError,
+    rdma::sys,
+};
+
+impl Ctx<'_> {
+    /// Forward progress (`una` moved): the retry budgets start over and
+    /// the window grows back by one packet.
+    fn progress(&mut self) {
+        self.inner.req.retry_left = self.inner.attrs.retry_cnt;
+        self.inner.req.rnr_left = self.inner.attrs.rnr_retry;
+        self.inner.req.window.on_progress();
+    }
+
+    /// Asks again for the READ/atomic response at `missing`, once until it
+    /// arrives (the timer covers a lost retry).
+    fn retry_read(&mut self, missing: Psn) {
+        if let Some(to) = completer::read_retry(missing, self.inner.req.rd_retry) {
+            self.inner.req.rd_retry = Some(to.get());
+            self.rewind(to);
+        }
+    }
+
+    /// Retires completed WQEs at the head, in order, posting their CQEs.
+    pub(super) fn complete_ready(&mut self) {
+        loop {
+            if self.inner.req.fetched == 0 {
+                return;
+            }
+            let op = self.op(0);
+            if let Some(status) = op.invalid {
+                if self.inner.req.cur == 0 && self.inner.req.una == self.inner.req.max_psn {
+                    self.complete_head(status);
+                    self.enter_error();
+                    return;
+                }
+            }
+            if !op.done {
+                return;
+            }
+            self.complete_head(WcStatus::Success);
+        }
+    }
+
+    /// Marks WQEs acknowledged up to and including `psn` (SEND/WRITE; a
+    /// READ or atomic acknowledged implicitly before its response means the
+    /// response was lost: go back to it).
+    fn ack_through(&mut self, psn: Psn) {
+        // The acknowledgement cannot move `una` past READ/atomic responses
+        // that have not arrived.
+        let mut next = psn.next();
+        for k in 0..self.started() {
+            let mut op = self.op(k);
+            if op.done {
+                continue;
+            }
+            if op.is_read_or_atomic() {
+                let missing = Psn::new(op.first_psn).add(op.rd_pkts);
+                if missing.diff(psn) <= 0 {
+                    next = missing;
+                    if op.last_psn().diff(psn) <= 0 {
+                        self.retry_read(missing);
+                    }
+                }
+                break;
+            }
+            if op.last_psn().diff(psn) > 0 {
+                break;
+            }
+            op.done = true;
+            self.set_op(k, op);
+        }
+        if next.diff(Psn::new(self.inner.req.una)) > 0
+            && Psn::new(self.inner.req.max_psn).diff(next) >= 0
+        {
+            self.inner.req.una = next.get();
+            self.progress();
+        }
+    }
+
+    /// Completes WQE 0 and moves the QP to the error state (which flushes
+    /// everything else).
+    fn fail_head(&mut self, status: WcStatus) {
+        pr_debug!(
+            "qp {}: request failed with status {} (una {:#x}, psn {:#x})\n",
+            self.qp.qpn,
+            status.raw(),
+            self.inner.req.una,
+            self.inner.req.psn
+        );
+        if self.inner.req.fetched > 0 {
+            self.complete_head(status);
+        }
+        self.enter_error();
+    }
+
+    /// The completer: an ACK, NAK, READ response or atomic ACK.
+    pub(crate) fn on_response(&mut self, pkt: &wire::Packet<'_>) {
+        if self.inner.state != sys::ib_qp_state_IB_QPS_RTS
+            && self.inner.state != sys::ib_qp_state_IB_QPS_SQD
+        {
+            return;
+        }
+        let psn = pkt.psn();
+        let info = pkt.info();
+        // Only responses to what was sent count. An ACK or NAK may cover
+        // packets sent before a rewind for retransmission (up to `max_psn`);
+        // READ and atomic responses count only up to the resend point, so
+        // responses still in flight from before a rewind start no retry.
+        let r = &self.inner.req;
+        let limit = response_limit(
+            info.kind == OpKind::Acknowledge,
+            Psn::new(r.psn),
+            Psn::new(r.max_psn),
+        );
+        if !response_in_range(psn, Psn::new(r.una), limit) {
+            return;
+        }
+        match info.kind {
+            OpKind::Acknowledge => {
+                let Some(aeth) = pkt.headers().aeth else {
+                    return;
+                };
+                if !self.on_ack(psn, aeth.syndrome) {
+                    return;
+                }
+            }
+            OpKind::RdmaReadResponse => self.on_read_response(pkt),
+            OpKind::AtomicAcknowledge => self.on_atomic_ack(pkt),
+            _ => return,
+        }
+        // Acknowledged beyond the resend point: skip what arrived.
+        if let Some(una) = skip_ahead(Psn::new(self.inner.req.una), Psn::new(self.inner.req.psn)) {
+            self.rewind(una);
+        }
+        self.complete_ready();
+        if self.inner.req.una == self.inner.req.max_psn {
+            // SAFETY: the timer lives as long as the QP.
+            unsafe { sys::rroce_helper_timer_cancel(self.qp.timer) };
+        } else if !self.inner.req.rnr_wait {
+            self.arm_retry_timer();
+        }
+        self.run_requester();
+    }
+
+    /// An ACK or NAK at `psn` (in range). `false`: the completer stops
+    /// here (an RNR wait began, or the QP failed).
+    fn on_ack(&mut self, psn: Psn, syndrome: Syndrome) -> bool {
+        let class = completer::classify_ack(syndrome);
+        if class == AckClass::Ack {
+            self.ack_through(psn);
+            return true;
+        }
+        if matches!(class, AckClass::RnrNak { .. }) {
+            self.dev.counters.inc(Counter::RcvdRnrErr);
+        }
+        // A NAK acknowledges everything before it.
+        if let Some(through) = completer::nak_acks_through(psn, Psn::new(self.inner.req.una)) {
+            self.ack_through(through);
+        }
+        self.complete_ready();
+        match class {
+            AckClass::Ack => true,
+            AckClass::RnrNak { timer } => {
+                self.on_rnr_nak(timer);
+                false
+            }
+            AckClass::SequenceNak => {
+                // Go back to the oldest unacknowledged packet: the NAKed
+                // one, or a READ response missing before it.
+                let una = Psn::new(self.inner.req.una);
+                if let Some(to) = completer::rewind_on_sequence_nak(una, self.inner.req.rd_retry) {
+                    self.inner.req.window.on_loss();
+                    self.rewind(to);
+                }
+                true
+            }
+            AckClass::Fatal(e) => {
+                self.fail_head(match e {
+                    RemoteError::InvalidRequest => WcStatus::RemInvReqErr,
+                    RemoteError::Access => WcStatus::RemAccessErr,
+                    RemoteError::Operational => WcStatus::RemOpErr,
+                    RemoteError::InvalidRdRequest => WcStatus::BadRespErr,
+                });
+                false
+            }
+        }
+    }
+
+    /// An RNR NAK: fail if the RNR retry budget is spent, else go back to
+    /// the oldest unacknowledged PSN once the NAK's timer expires.
+    fn on_rnr_nak(&mut self, timer: u8) {
+        let Some(left) = completer::rnr_retry(self.inner.req.rnr_left) else {
+            return self.fail_head(WcStatus::RnrRetryExcErr);
+        };
+        self.inner.req.rnr_left = left;
+        let una = Psn::new(self.inner.req.una);
+        self.rewind(una);
+        self.inner.req.rnr_wait = true;
+        // SAFETY: the timer lives as long as the QP.
+        unsafe {
+            sys::rroce_helper_timer_arm_us(
+                self.qp.timer,
+                wire::rnr_timer_usecs(timer) as kernel::ffi::c_ulong,
+            )
+        };
+    }
+
+    /// The READ or atomic WQE whose response PSNs include `psn`, after
+    /// implicitly acknowledging every SEND/WRITE before it.
+    fn response_target(&mut self, psn: Psn) -> Option<(u32, SendOp)> {
+        for k in 0..self.started() {
+            let mut op = self.op(k);
+            if op.done {
+                continue;
+            }
+            if !op.is_read_or_atomic() {
+                if op.last_psn().diff(psn) < 0 {
+                    op.done = true;
+                    self.set_op(k, op);
+                    continue;
+                }
+                return None;
+            }
+            let idx = psn.distance_from(Psn::new(op.first_psn));
+            return (idx < op.npkts.max(1)).then_some((k, op));
+        }
+        None
+    }
+
+    fn on_read_response(&mut self, pkt: &wire::Packet<'_>) {
+        let psn = pkt.psn();
+        let Some((k, mut op)) = self.response_target(psn) else {
+            return;
+        };
+        if op.opcode != abi::WR_RDMA_READ {
+            return self.fail_head(WcStatus::BadRespErr);
+        }
+        let idx = psn.distance_from(Psn::new(op.first_psn));
+        if idx != op.rd_pkts {
+            // Out of order: go back to the first missing response.
+            self.retry_read(Psn::new(op.first_psn).add(op.rd_pkts));
+            return;
+        }
+        let mtu = self.mtu();
+        let off = idx * mtu;
+        let data = pkt.payload();
+        let expect = (op.len - off.min(op.len)).min(mtu) as usize;
+        let pos = pkt.info().position;
+        let last = idx + 1 == op.npkts;
+        // A READ resumed after a loss is a new response message starting
+        // at the resumption PSN, so First/Only may appear at any index.
+        let pos_ok = match pos {
+            Position::Only | Position::Last => last,
+            Position::First | Position::Middle => !last,
+        };
+        if !pos_ok || data.len() != expect {
+            return self.fail_head(WcStatus::BadRespErr);
+        }
+        let elem_k = k;
+        let elem = self.shadow(elem_k);
+        let r = self.walk_sges(
+            elem,
+            abi::SendWqe::sge,
+            op.num_sge,
+            (off, data.len() as u32),
+            sys::ib_access_flags_IB_ACCESS_LOCAL_WRITE,
+            |mr, va, r| mr.write(va, data.get(r).ok_or(AccessError::Bounds)?),
+        );
+        if r.is_err() {
+            if k == 0 {
+                return self.fail_head(WcStatus::LocProtErr);
+            }
+            op.invalid = Some(WcStatus::LocProtErr);
+            self.set_op(k, op);
+            return;
+        }
+        op.rd_pkts += 1;
+        if self.inner.req.rd_retry == Some(psn.get()) {
+            self.inner.req.rd_retry = None;
+        }
+        if last {
+            op.done = true;
+            self.set_op(k, op);
+            self.ack_through_done(psn);
+        } else {
+            self.set_op(k, op);
+            self.inner.req.una = psn.next().get();
+            self.progress();
+        }
+    }
+
+    /// After a READ/atomic response completes its WQE at `psn`.
+    fn ack_through_done(&mut self, psn: Psn) {
+        let next = psn.next();
+        if next.diff(Psn::new(self.inner.req.una)) > 0 {
+            self.inner.req.una = next.get();
+        }
+        self.progress();
+    }
+
+    fn on_atomic_ack(&mut self, pkt: &wire::Packet<'_>) {
+        let psn = pkt.psn();
+        let Some((k, mut op)) = self.response_target(psn) else {
+            return;
+        };
+        let Some(ack) = pkt.headers().atomic_ack_eth else {
+            return;
+        };
+        if op.opcode == abi::WR_RDMA_READ || op.first_psn != psn.get() {
+            return self.fail_head(WcStatus::BadRespErr);
+        }
+        let orig = ack.orig.to_ne_bytes();
+        let elem = self.shadow(k);
+        let r = self.walk_sges(
+            elem,
+            abi::SendWqe::sge,
+            op.num_sge,
+            (0, 8),
+            sys::ib_access_flags_IB_ACCESS_LOCAL_WRITE,
+            |mr, va, r| mr.write(va, orig.get(r).ok_or(AccessError::Bounds)?),
+        );
+        if r.is_err() {
+            return self.fail_head(WcStatus::LocProtErr);
+        }
+        if self.inner.req.rd_retry == Some(psn.get()) {
+            self.inner.req.rd_retry = None;
+        }
+        op.done = true;
+        self.set_op(k, op);
+        self.ack_through_done(psn);
+    }
+
+    /// The QP's timer: retransmission timeout, or the end of an RNR wait.
+    pub(crate) fn on_timer(&mut self) {
+        if self.inner.state != sys::ib_qp_state_IB_QPS_RTS {
+            return;
+        }
+        let r = &self.inner.req;
+        match completer::on_timer(r.rnr_wait, r.una == r.max_psn, r.retry_left) {
+            TimerAction::EndRnrWait => self.inner.req.rnr_wait = false,
+            TimerAction::Idle => return,
+            TimerAction::RetryExceeded => return self.fail_head(WcStatus::RetryExcErr),
+            TimerAction::Retransmit { retry_left } => {
+                self.inner.req.retry_left = retry_left;
+                self.inner.req.rd_retry = None;
+                self.inner.req.window.on_loss();
+                let una = Psn::new(self.inner.req.una);
+                self.rewind(una);
+            }
+        }
+        self.arm_retry_timer();
+        self.run_requester();
+    }
+}

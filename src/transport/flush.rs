@@ -1,0 +1,91 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The error state and QP state changes: entering the error state flushes
+//! both queues with `IB_WC_WR_FLUSH_ERR`; RTR and RTS reset the responder
+//! and the requester.
+
+use super::{Ctx, Req, Resp};
+use crate::{
+    abi,
+    completion::{Completion, WcOpcode, WcStatus},
+    rdma::sys,
+};
+
+impl Ctx<'_> {
+    /// Moves the QP to the error state and flushes both queues.
+    pub(crate) fn enter_error(&mut self) {
+        self.inner.state = sys::ib_qp_state_IB_QPS_ERR;
+        self.inner.resp_q.clear();
+        // SAFETY: the timer lives as long as the QP.
+        unsafe { sys::rroce_helper_timer_cancel(self.qp.timer) };
+        self.inner.req.rnr_wait = false;
+        self.flush_sq();
+        self.flush_rq();
+    }
+
+    /// Completes every fetched WQE with `IB_WC_WR_FLUSH_ERR`.
+    pub(super) fn flush_sq(&mut self) {
+        // Already failing: a bad index only ends the copying.
+        let _ = self.copy_new_wqes();
+        while self.inner.req.fetched > 0 {
+            self.complete_head(WcStatus::WrFlushErr);
+        }
+        let r = &mut self.inner.req;
+        r.una = r.psn;
+        r.max_psn = r.psn;
+        r.cur = 0;
+        r.cur_off = 0;
+        r.max_cur = 0;
+        r.max_cur_off = 0;
+    }
+
+    /// Completes every posted receive WQE with `IB_WC_WR_FLUSH_ERR`.
+    pub(crate) fn flush_rq(&mut self) {
+        self.inner.resp.recv.active = false;
+        let Some(rq_buf) = self.qp.rq_buf.as_ref() else {
+            return;
+        };
+        while let Ok(slot) = self.inner.rq.peek(rq_buf) {
+            let e = self.qp.rq_elem;
+            let mut tmp = [0u8; abi::RECV_WQE_HEADER_SIZE];
+            // SAFETY: the slot holds `e >= RECV_WQE_HEADER_SIZE` bytes.
+            unsafe {
+                core::ptr::copy_nonoverlapping(
+                    rq_buf.at(slot.offset()),
+                    tmp.as_mut_ptr(),
+                    tmp.len().min(e),
+                )
+            };
+            let wr_id = abi::RecvWqe::from_bytes(&tmp).map(|w| w.wr_id).unwrap_or(0);
+            let c = Completion::new(wr_id, WcStatus::WrFlushErr, WcOpcode::Recv, self.qp.qpn);
+            self.post_cqe(self.qp.recv_cq, &c);
+            if self.inner.rq.advance(slot, rq_buf).is_err() {
+                break;
+            }
+        }
+    }
+
+    /// Sets up the requester at RTS and the responder at RTR.
+    pub(crate) fn on_state_change(&mut self, old: sys::ib_qp_state, new: sys::ib_qp_state) {
+        if new == sys::ib_qp_state_IB_QPS_RTR && old != new {
+            self.inner.resp = Resp {
+                epsn: self.inner.attrs.rq_psn,
+                ..Resp::default()
+            };
+        }
+        if new == sys::ib_qp_state_IB_QPS_RTS && old == sys::ib_qp_state_IB_QPS_RTR {
+            let psn = self.inner.attrs.sq_psn;
+            self.inner.req = Req {
+                psn,
+                una: psn,
+                max_psn: psn,
+                ..Req::default()
+            };
+            self.inner.req.retry_left = self.inner.attrs.retry_cnt;
+            self.inner.req.rnr_left = self.inner.attrs.rnr_retry;
+        }
+        if new == sys::ib_qp_state_IB_QPS_ERR && old != new {
+            self.enter_error();
+        }
+    }
+}

@@ -1,0 +1,378 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The RC transport: requester, completer and responder.
+//!
+//! All three run under the QP's lock, from three kinds of context: the
+//! send-queue doorbell (process context), received packets (softirq) and the
+//! QP's timer (softirq). Packets they build are queued on the QP and sent
+//! by `QpState::flush_tx` after the lock is dropped, in queue order.
+//!
+//! Everything read from the process's rings is copied into kernel memory
+//! before it is validated and used: a send WQE into the QP's shadow slot
+//! (`QpInner::sq_shadow`), a receive WQE into `QpInner::rq_shadow`.
+//!
+//! Requester: WQEs are fetched in order, segmented at the path MTU, given
+//! PSNs and sent while the window (`engine::rc::window`: 128 packets,
+//! halved after each loss and grown back by one per acknowledgement) and
+//! the READ/atomic limit allow; a fenced WQE waits for earlier READs and atomics.
+//! Completer: ACKs, NAKs and READ/atomic responses retire WQEs strictly in
+//! posting order; a timeout or a PSN sequence NAK goes back to the oldest
+//! unacknowledged PSN (go-back-N); an RNR NAK waits the timer it names.
+//! Responder: PSNs are checked (duplicates re-ACKed or replayed, gaps
+//! NAKed once), keys and bounds checked against the MR and PD, data
+//! scattered into the receive WQE's SGEs or the MR.
+//!
+//! One file per role: `req` (requester), `comp` (completer), `resp`
+//! (responder), `ud` (datagrams), `flush` (error state and state changes);
+//! this file holds the per-QP state, packet building and CQE posting they
+//! share.
+
+use kernel::{prelude::*, sync::rcu};
+
+use crate::{
+    abi,
+    completion::{Completion, WcOpcode, WcStatus},
+    cq::{Kind, RroceCq},
+    device::RroceDev,
+    engine::{
+        psn::Psn,
+        rc::{responder::AtomicReplay, window::Window},
+        wire::{self, Bth, Headers, Opcode},
+    },
+    mr::{self, AccessError, SgeError, SgeList},
+    net,
+    qp::{QpInner, QpState},
+    rdma::sys,
+};
+
+mod comp;
+mod flush;
+mod req;
+mod resp;
+mod ud;
+
+pub(crate) use resp::RespQueue;
+pub(crate) use ud::Datagram;
+
+/// `IB_SEND_FENCE`, `IB_SEND_SIGNALED`, `IB_SEND_SOLICITED`, `IB_SEND_INLINE`.
+const SEND_FENCE: u32 = 1;
+const SEND_SIGNALED: u32 = 2;
+const SEND_SOLICITED: u32 = 4;
+const SEND_INLINE: u32 = 8;
+const SEND_IP_CSUM: u32 = 16;
+kernel::sync::global_lock! {
+    // SAFETY: `init` runs in module init before any QP exists.
+    unsafe(uninit) static ATOMIC_LOCK: SpinLockIrq<()> = ();
+}
+
+/// Initializes the transport's globals (module init).
+pub(crate) fn init() {
+    // SAFETY: called once, first.
+    unsafe { ATOMIC_LOCK.init() };
+}
+
+/// A send WQE, validated, in kernel memory. Its SGEs or inline data stay in
+/// the QP's shadow copy of the slot.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct SendOp {
+    wr_id: u64,
+    opcode: u32,
+    flags: u32,
+    len: u32,
+    remote_addr: u64,
+    rkey: u32,
+    /// Immediate data or invalidate key, as the raw wire-order word.
+    ex: u32,
+    compare_add: u64,
+    swap: u64,
+    num_sge: u32,
+    inline: bool,
+    /// The WQE was invalid; it completes with this status.
+    invalid: Option<WcStatus>,
+    first_psn: u32,
+    npkts: u32,
+    /// READ response packets received so far.
+    rd_pkts: u32,
+    done: bool,
+}
+
+impl SendOp {
+    fn is_read_or_atomic(&self) -> bool {
+        matches!(
+            self.opcode,
+            abi::WR_RDMA_READ | abi::WR_ATOMIC_CMP_AND_SWP | abi::WR_ATOMIC_FETCH_AND_ADD
+        )
+    }
+
+    fn last_psn(&self) -> Psn {
+        Psn::new(self.first_psn).add(self.npkts.max(1) - 1)
+    }
+
+    fn wc_opcode(&self) -> WcOpcode {
+        match self.opcode {
+            abi::WR_RDMA_WRITE | abi::WR_RDMA_WRITE_WITH_IMM => WcOpcode::RdmaWrite,
+            abi::WR_RDMA_READ => WcOpcode::RdmaRead,
+            abi::WR_ATOMIC_CMP_AND_SWP => WcOpcode::CompSwap,
+            abi::WR_ATOMIC_FETCH_AND_ADD => WcOpcode::FetchAdd,
+            _ => WcOpcode::Send,
+        }
+    }
+}
+
+/// Requester and completer state.
+#[derive(Default)]
+pub(crate) struct Req {
+    /// WQEs copied from the ring, counted from the consumer index.
+    fetched: u32,
+    /// WQEs fully transmitted, counted from the consumer index.
+    cur: u32,
+    /// Bytes of WQE `cur` already transmitted (READ: requested).
+    cur_off: u32,
+    /// Next PSN to send.
+    psn: u32,
+    /// One past the highest PSN sent, and the (`cur`, `cur_off`) that go
+    /// with it: what a rewind for retransmission may fast-forward to again.
+    max_psn: u32,
+    max_cur: u32,
+    max_cur_off: u32,
+    /// Oldest unacknowledged PSN.
+    una: u32,
+    retry_left: u8,
+    rnr_left: u8,
+    /// Waiting out an RNR NAK's timer.
+    rnr_wait: bool,
+    /// A missing READ response at this PSN was already asked for again:
+    /// later out-of-order responses (still in flight from before) must not
+    /// each start another retry (as rxe's `started_retry`).
+    rd_retry: Option<u32>,
+    /// Packets sent since the last ACK request.
+    noack: u32,
+    /// The send window: shrunk after losses, grown back with progress.
+    window: Window,
+}
+
+/// The receive WQE a multi-packet SEND is filling.
+#[derive(Clone, Copy, Default)]
+struct RecvCtx {
+    active: bool,
+    wr_id: u64,
+    num_sge: u32,
+    len: u32,
+    off: u32,
+}
+
+/// The RDMA WRITE a multi-packet message is filling.
+#[derive(Clone, Copy, Default)]
+struct WriteCtx {
+    active: bool,
+    rkey: u32,
+    va: u64,
+    left: u32,
+    total: u32,
+}
+
+/// Responder state.
+#[derive(Default)]
+pub(crate) struct Resp {
+    /// Expected PSN.
+    epsn: u32,
+    msn: u32,
+    /// A PSN sequence NAK was sent for the current gap.
+    nak_sent: bool,
+    recv: RecvCtx,
+    write: WriteCtx,
+    /// Results of recent atomics by PSN, for replays.
+    atomics: AtomicReplay,
+}
+
+/// Bytes of an `enum ib_mtu`.
+pub(crate) fn mtu_bytes(mtu: sys::ib_mtu) -> u32 {
+    match mtu {
+        sys::ib_mtu_IB_MTU_256 => 256,
+        sys::ib_mtu_IB_MTU_512 => 512,
+        sys::ib_mtu_IB_MTU_1024 => 1024,
+        sys::ib_mtu_IB_MTU_2048 => 2048,
+        _ => 4096,
+    }
+}
+
+/// Retransmission timeout of the `timeout` attribute, in microseconds
+/// (4.096 us * 2^timeout), or `None` for 0 (infinite).
+fn timeout_us(timeout: u8) -> Option<u64> {
+    (timeout != 0).then(|| (4096u64 << timeout.min(31)) / 1000)
+}
+
+/// One RC QP's transport, entered with the QP lock held.
+pub(crate) struct Ctx<'a> {
+    pub(crate) qp: &'a QpState,
+    pub(crate) inner: &'a mut QpInner,
+    pub(crate) dev: &'a RroceDev,
+    pub(crate) ndev: *mut sys::net_device,
+    pub(crate) rcu: &'a rcu::Guard,
+}
+
+impl SgeError {
+    /// The local completion status of the failure.
+    fn status(self) -> WcStatus {
+        match self {
+            SgeError::Prot => WcStatus::LocProtErr,
+            SgeError::Len => WcStatus::LocLenErr,
+        }
+    }
+}
+
+impl Ctx<'_> {
+    // ---- packets -------------------------------------------------------
+
+    fn bth(&self, opcode: Opcode, psn: u32) -> Bth {
+        Bth::new(
+            opcode,
+            wire::DEFAULT_PKEY,
+            self.inner.attrs.dest_qpn,
+            Psn::new(psn),
+        )
+    }
+
+    /// Builds a packet of `h` with `payload_len` bytes that `fill` writes,
+    /// and queues it. `false` if it could not be built (no memory, no
+    /// netdev, or `fill` failed); `fill`'s error is returned separately.
+    fn queue(
+        &mut self,
+        h: &Headers,
+        payload_len: usize,
+        fill: impl FnOnce(&mut Self, &mut [u8]) -> Result<(), SgeError>,
+    ) -> Result<bool, SgeError> {
+        if self.ndev.is_null() {
+            return Ok(false);
+        }
+        let Some(total) = wire::packet_len(h.bth.opcode, payload_len) else {
+            return Ok(false);
+        };
+        let ipv6 = matches!(
+            self.inner.attrs.av.map(|a| a.network),
+            Some(crate::ah::NetworkType::Ipv6)
+        );
+        let Some(mut skb) = net::alloc(self.ndev, ipv6, total) else {
+            return Ok(false);
+        };
+        let buf = skb.buf();
+        let Ok(hdr) = wire::build_headers(h, payload_len, buf) else {
+            return Ok(false);
+        };
+        let Some(payload) = buf.get_mut(hdr..hdr + payload_len) else {
+            return Ok(false);
+        };
+        fill(self, payload)?;
+        if let Some(rest) = buf.get_mut(hdr + payload_len..) {
+            rest.fill(0);
+        }
+        if self.inner.tx.push(skb, GFP_ATOMIC).is_err() {
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
+    // ---- SGEs ----------------------------------------------------------
+
+    /// Walks `num_sge` SGEs in `elem` on the QP's PD ([`mr::walk_sges`]).
+    fn walk_sges(
+        &self,
+        elem: &[u8],
+        sge_at: fn(&[u8], usize) -> Option<abi::Sge>,
+        num_sge: u32,
+        range: (u32, u32),
+        need: u32,
+        f: impl FnMut(&mr::RroceMr, u64, core::ops::Range<usize>) -> Result<(), AccessError>,
+    ) -> Result<(), SgeError> {
+        let sges = SgeList {
+            elem,
+            sge_at,
+            num_sge,
+        };
+        mr::walk_sges(self.dev, self.rcu, self.qp.pd, sges, range, need, f)
+    }
+
+    fn op_index(&self, k: u32) -> usize {
+        ((self.inner.sq.index().wrapping_add(k)) & self.inner.sq.layout().index_mask()) as usize
+    }
+
+    fn shadow(&self, k: u32) -> &[u8] {
+        let e = self.qp.sq_elem;
+        let i = self.op_index(k) * e;
+        self.inner.sq_shadow.get(i..i + e).unwrap_or(&[])
+    }
+
+    fn mtu(&self) -> u32 {
+        self.inner.mtu
+    }
+
+    fn op(&self, k: u32) -> SendOp {
+        self.inner
+            .ops
+            .get(self.op_index(k))
+            .copied()
+            .unwrap_or_default()
+    }
+
+    fn set_op(&mut self, k: u32, op: SendOp) {
+        let i = self.op_index(k);
+        if let Some(o) = self.inner.ops.get_mut(i) {
+            *o = op;
+        }
+    }
+
+    /// Retires WQE 0 with `status`.
+    fn complete_head(&mut self, status: WcStatus) {
+        let op = self.op(0);
+        let signaled = self.qp.sig_all || op.flags & SEND_SIGNALED != 0;
+        if signaled || status != WcStatus::Success {
+            let c = Completion {
+                byte_len: op.len,
+                ..Completion::new(op.wr_id, status, op.wc_opcode(), self.qp.qpn)
+            };
+            self.post_cqe(self.qp.send_cq, &c);
+        }
+        let r = &mut self.inner.req;
+        if self.inner.sq.advance_by(1, &self.qp.sq_buf).is_ok() {
+            r.fetched -= 1;
+            r.cur = r.cur.saturating_sub(1);
+            r.max_cur = r.max_cur.saturating_sub(1);
+        } else {
+            r.fetched = 0;
+            r.cur = 0;
+            r.max_cur = 0;
+        }
+    }
+
+    fn post_cqe(&self, cq: *mut sys::ib_cq, c: &Completion) {
+        let kind = if c.is_error() {
+            Kind::Error
+        } else {
+            Kind::Unsolicited
+        };
+        self.post_cqe_kind(cq, c, kind);
+    }
+
+    /// Posts `c` to `cq` in the CQ's own format: a user CQE, or a kernel
+    /// `ib_wc`.
+    fn post_cqe_kind(&self, cq: *mut sys::ib_cq, c: &Completion, kind: Kind) {
+        // SAFETY: the QP holds a use count on its CQs (the core's), so they
+        // outlive it.
+        let cq = unsafe { RroceCq::state(cq) };
+        // An overflow kills the CQ and raises its error event.
+        if cq.is_user() {
+            let _ = cq.post(&c.to_cqe().to_bytes(), kind);
+        } else {
+            let wc = c.to_ib_wc(self.qp.ibqp);
+            // SAFETY: `wc` is plain data of `size_of::<ib_wc>()` bytes,
+            // zero-initialised before its fields were set.
+            let bytes = unsafe {
+                core::slice::from_raw_parts(
+                    core::ptr::from_ref(&wc).cast::<u8>(),
+                    size_of::<sys::ib_wc>(),
+                )
+            };
+            let _ = cq.post(bytes, kind);
+        }
+    }
+}

@@ -1,0 +1,437 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The requester: copies and validates send WQEs, segments them at the path
+//! MTU, gives them PSNs and sends what the window and the READ/atomic limit
+//! allow; `rewind` moves it back for go-back-N retransmission.
+
+use kernel::prelude::*;
+
+use super::{
+    timeout_us, Ctx, Req, SendOp, SgeError, SEND_FENCE, SEND_INLINE, SEND_IP_CSUM, SEND_SIGNALED,
+    SEND_SOLICITED,
+};
+use crate::{
+    abi,
+    completion::WcStatus,
+    counters::Counter,
+    engine::{
+        psn::Psn,
+        rc::completer::{rewind_target, Rewind, SentWqe},
+        wire::{self, AtomicEth, Headers, Ieth, ImmDt, Opcode, Reth},
+    },
+    mr::AccessError,
+    rdma::sys,
+};
+
+/// The send flags rroce accepts: `IB_SEND_FENCE`, `IB_SEND_SIGNALED`,
+/// `IB_SEND_SOLICITED`, `IB_SEND_INLINE` and `IB_SEND_IP_CSUM` (meaningless
+/// on RC, ignored as rdma_rxe does).
+const KNOWN_SEND_FLAGS: u32 =
+    SEND_FENCE | SEND_SIGNALED | SEND_SOLICITED | SEND_INLINE | SEND_IP_CSUM;
+
+impl Req {
+    /// Moves the send PSN by `npkts`; `done` ends the current WQE.
+    fn advance(&mut self, npkts: u32, done: bool) {
+        self.psn = Psn::new(self.psn).add(npkts).get();
+        if done {
+            self.cur += 1;
+            self.cur_off = 0;
+        }
+        if Psn::new(self.psn).diff(Psn::new(self.max_psn)) >= 0 {
+            self.max_psn = self.psn;
+            self.max_cur = self.cur;
+            self.max_cur_off = self.cur_off;
+        }
+    }
+}
+
+impl Ctx<'_> {
+    /// Copies and validates newly posted WQEs.
+    pub(super) fn fetch(&mut self) {
+        if self.copy_new_wqes().is_err() {
+            // A corrupt producer index: the QP cannot go on.
+            self.enter_error();
+        }
+    }
+
+    /// Copies every WQE published since the last call into its shadow
+    /// slot and validates it; fails on a producer index the process
+    /// corrupted.
+    pub(super) fn copy_new_wqes(&mut self) -> Result<(), crate::engine::ring::RingError> {
+        let avail = self.inner.sq.available(&self.qp.sq_buf)?;
+        while self.inner.req.fetched < avail {
+            let k = self.inner.req.fetched;
+            let Ok(slot) = self.inner.sq.peek_nth(&self.qp.sq_buf, k) else {
+                break;
+            };
+            let e = self.qp.sq_elem;
+            let dst = slot.index() as usize * e;
+            let Some(shadow) = self.inner.sq_shadow.get_mut(dst..dst + e) else {
+                break;
+            };
+            // SAFETY: the slot lies in the ring buffer and holds `e` bytes
+            // (its layout); the process may scribble on it meanwhile, which
+            // only changes what we copy, validated below.
+            unsafe {
+                core::ptr::copy_nonoverlapping(
+                    self.qp.sq_buf.at(slot.offset()),
+                    shadow.as_mut_ptr(),
+                    e,
+                )
+            };
+            let op = self.validate(k);
+            self.set_op(k, op);
+            self.inner.req.fetched += 1;
+        }
+        Ok(())
+    }
+
+    fn validate(&self, k: u32) -> SendOp {
+        let elem = self.shadow(k);
+        let mut op = SendOp::default();
+        let Some(w) = abi::SendWqe::from_bytes(elem) else {
+            op.invalid = Some(WcStatus::LocQpOpErr);
+            return op;
+        };
+        op.wr_id = w.wr.wr_id;
+        op.opcode = w.wr.opcode;
+        op.flags = w.wr.send_flags;
+        op.ex = w.wr.ex;
+        if op.flags & !KNOWN_SEND_FLAGS != 0 {
+            // A flag rroce does not know (NDKPI: invalid flags). The
+            // provider posts without checking, so the request is refused
+            // here: it completes in error and is never sent.
+            op.invalid = Some(WcStatus::LocQpOpErr);
+            return op;
+        }
+        let supported = matches!(
+            op.opcode,
+            abi::WR_SEND
+                | abi::WR_SEND_WITH_IMM
+                | abi::WR_SEND_WITH_INV
+                | abi::WR_RDMA_WRITE
+                | abi::WR_RDMA_WRITE_WITH_IMM
+                | abi::WR_RDMA_READ
+                | abi::WR_ATOMIC_CMP_AND_SWP
+                | abi::WR_ATOMIC_FETCH_AND_ADD
+        );
+        if !supported {
+            op.invalid = Some(WcStatus::LocQpOpErr);
+            return op;
+        }
+        match op.opcode {
+            abi::WR_RDMA_WRITE | abi::WR_RDMA_WRITE_WITH_IMM | abi::WR_RDMA_READ => {
+                let r = w.wr.wr.rdma();
+                op.remote_addr = r.remote_addr;
+                op.rkey = r.rkey;
+            }
+            abi::WR_ATOMIC_CMP_AND_SWP | abi::WR_ATOMIC_FETCH_AND_ADD => {
+                let a = w.wr.wr.atomic();
+                op.remote_addr = a.remote_addr;
+                op.rkey = a.rkey;
+                op.compare_add = a.compare_add;
+                op.swap = a.swap;
+            }
+            _ => {}
+        }
+        op.inline = op.flags & SEND_INLINE != 0;
+        if op.inline {
+            if op.opcode == abi::WR_RDMA_READ || op.is_read_or_atomic() {
+                op.invalid = Some(WcStatus::LocQpOpErr);
+                return op;
+            }
+            if w.dma.length > self.qp.sq_max_inline {
+                op.invalid = Some(WcStatus::LocLenErr);
+                return op;
+            }
+            op.len = w.dma.length;
+        } else {
+            if w.dma.num_sge > self.qp.sq_max_sge {
+                op.invalid = Some(WcStatus::LocQpOpErr);
+                return op;
+            }
+            op.num_sge = w.dma.num_sge;
+            let mut total: u64 = 0;
+            for i in 0..op.num_sge as usize {
+                match abi::SendWqe::sge(elem, i) {
+                    Some(s) => total += u64::from(s.length),
+                    None => {
+                        op.invalid = Some(WcStatus::LocQpOpErr);
+                        return op;
+                    }
+                }
+            }
+            if total > u64::from(abi::MAX_MSG_SIZE) {
+                op.invalid = Some(WcStatus::LocLenErr);
+                return op;
+            }
+            op.len = total as u32;
+        }
+        if op.is_read_or_atomic() && op.opcode != abi::WR_RDMA_READ && op.len < 8 {
+            op.invalid = Some(WcStatus::LocLenErr);
+        }
+        op
+    }
+
+    /// How many WQEs (from the consumer index) have had packets sent.
+    pub(super) fn started(&self) -> u32 {
+        let r = &self.inner.req;
+        (r.max_cur + u32::from(r.max_cur_off > 0)).min(r.fetched)
+    }
+
+    fn outstanding_rd(&self) -> u32 {
+        let mut n = 0;
+        for k in 0..self.started() {
+            let op = self.op(k);
+            if op.is_read_or_atomic() && !op.done {
+                n += 1;
+            }
+        }
+        n
+    }
+
+    /// Fetches new WQEs and sends what the window allows.
+    pub(crate) fn run_requester(&mut self) {
+        if self.inner.state == sys::ib_qp_state_IB_QPS_ERR {
+            self.fetch();
+            self.flush_sq();
+            return;
+        }
+        if self.inner.state != sys::ib_qp_state_IB_QPS_RTS {
+            return;
+        }
+        self.fetch();
+        let was_idle = self.inner.req.una == self.inner.req.max_psn;
+        while !self.inner.req.rnr_wait && self.inner.req.cur < self.inner.req.fetched {
+            let k = self.inner.req.cur;
+            let mut op = self.op(k);
+            if op.invalid.is_some() {
+                // Completes (with its error) once everything before it has.
+                break;
+            }
+            let (psn, una) = (Psn::new(self.inner.req.psn), Psn::new(self.inner.req.una));
+            if !self.inner.req.window.may_send(psn, una) {
+                break;
+            }
+            if self.inner.req.cur_off == 0 {
+                if op.flags & SEND_FENCE != 0 && self.outstanding_rd() > 0 {
+                    break;
+                }
+                if op.is_read_or_atomic()
+                    && self.outstanding_rd() >= u32::from(self.inner.attrs.max_rd_atomic).max(1)
+                {
+                    break;
+                }
+                let first = Psn::new(self.inner.req.psn);
+                op.first_psn = first.get();
+                op.npkts = match op.opcode {
+                    abi::WR_RDMA_READ => op.len.div_ceil(self.mtu()).max(1),
+                    abi::WR_ATOMIC_CMP_AND_SWP | abi::WR_ATOMIC_FETCH_AND_ADD => 1,
+                    _ => op.len.div_ceil(self.mtu()).max(1),
+                };
+                op.rd_pkts = 0;
+                self.set_op(k, op);
+            }
+            match self.send_next_packet(k, op) {
+                Ok(true) => {}
+                Ok(false) => break,
+                Err(status) => {
+                    // A local protection or length error: this WQE completes
+                    // in error after everything before it.
+                    op.invalid = Some(status);
+                    self.set_op(k, op);
+                    break;
+                }
+            }
+        }
+        if was_idle && self.inner.req.una != self.inner.req.max_psn {
+            self.arm_retry_timer();
+        }
+        // Nothing in flight: an invalid WQE at the head completes now.
+        self.complete_ready();
+    }
+
+    /// Sends the next packet of WQE `k`. `Ok(false)`: could not (memory).
+    fn send_next_packet(&mut self, k: u32, op: SendOp) -> Result<bool, WcStatus> {
+        let mtu = self.mtu();
+        let off = self.inner.req.cur_off;
+        let psn = self.inner.req.psn;
+        let first = off == 0;
+        match op.opcode {
+            abi::WR_RDMA_READ => return Ok(self.send_read_request(&op, off, psn)),
+            abi::WR_ATOMIC_CMP_AND_SWP | abi::WR_ATOMIC_FETCH_AND_ADD => {
+                return Ok(self.send_atomic(&op, psn))
+            }
+            _ => {}
+        }
+        let n = (op.len - off).min(mtu);
+        let last = off + n >= op.len;
+        let opcode = data_opcode(op.opcode, first, last);
+        let mut h = Headers::new(self.bth(opcode, psn));
+        let info = opcode.info();
+        if info.has(wire::Ext::Reth) {
+            h.reth = Some(Reth {
+                va: op.remote_addr,
+                rkey: op.rkey,
+                len: op.len,
+            });
+        }
+        if info.has(wire::Ext::ImmDt) {
+            h.imm_dt = Some(ImmDt {
+                imm: u32::from_be(op.ex),
+            });
+        }
+        if info.has(wire::Ext::Ieth) {
+            h.ieth = Some(Ieth { rkey: op.ex });
+        }
+        if last {
+            h.bth.solicited = op.flags & SEND_SOLICITED != 0;
+        }
+        self.inner.req.noack += 1;
+        if self.inner.req.window.ack_req(last, self.inner.req.noack) {
+            h.bth.ack_req = true;
+        }
+        let elem_k = k;
+        let r = self.queue(&h, n as usize, |ctx, buf| {
+            let elem = ctx.shadow(elem_k);
+            if op.inline {
+                let src = abi::SendWqe::payload(elem, op.len as usize).ok_or(SgeError::Len)?;
+                buf.copy_from_slice(
+                    src.get(off as usize..(off + n) as usize)
+                        .ok_or(SgeError::Len)?,
+                );
+                Ok(())
+            } else {
+                ctx.walk_sges(
+                    elem,
+                    abi::SendWqe::sge,
+                    op.num_sge,
+                    (off, n),
+                    0,
+                    |mr, va, r| mr.read(va, buf.get_mut(r).ok_or(AccessError::Bounds)?),
+                )
+            }
+        });
+        match r {
+            Ok(true) => {
+                if h.bth.ack_req {
+                    self.inner.req.noack = 0;
+                }
+                self.inner.req.cur_off += n;
+                self.inner.req.advance(1, last);
+                Ok(true)
+            }
+            Ok(false) => Ok(false),
+            Err(e) => Err(e.status()),
+        }
+    }
+
+    /// Sends the READ request for the rest of READ WQE `op` (from byte
+    /// `off`); `false` if it could not be built (memory).
+    fn send_read_request(&mut self, op: &SendOp, off: u32, psn: u32) -> bool {
+        let mut h = Headers::new(self.bth(Opcode::RcReadRequest, psn));
+        h.bth.ack_req = true;
+        h.reth = Some(Reth {
+            va: op.remote_addr.wrapping_add(u64::from(off)),
+            rkey: op.rkey,
+            len: op.len - off,
+        });
+        if !matches!(self.queue(&h, 0, |_, _| Ok(())), Ok(true)) {
+            return false;
+        }
+        let pkts_left = op.npkts - off / self.mtu();
+        self.inner.req.advance(pkts_left, true);
+        true
+    }
+
+    /// Sends atomic WQE `op`; `false` if it could not be built (memory).
+    fn send_atomic(&mut self, op: &SendOp, psn: u32) -> bool {
+        let opcode = if op.opcode == abi::WR_ATOMIC_CMP_AND_SWP {
+            Opcode::RcCompareSwap
+        } else {
+            Opcode::RcFetchAdd
+        };
+        let mut h = Headers::new(self.bth(opcode, psn));
+        h.bth.ack_req = true;
+        h.atomic_eth = Some(AtomicEth {
+            va: op.remote_addr,
+            rkey: op.rkey,
+            swap_add: if op.opcode == abi::WR_ATOMIC_CMP_AND_SWP {
+                op.swap
+            } else {
+                op.compare_add
+            },
+            compare: op.compare_add,
+        });
+        if !matches!(self.queue(&h, 0, |_, _| Ok(())), Ok(true)) {
+            return false;
+        }
+        self.inner.req.advance(1, true);
+        true
+    }
+
+    pub(super) fn arm_retry_timer(&self) {
+        if let Some(us) = timeout_us(self.inner.attrs.timeout) {
+            // SAFETY: the timer lives as long as the QP.
+            unsafe { sys::rroce_helper_timer_arm_us(self.qp.timer, us as kernel::ffi::c_ulong) };
+        }
+    }
+
+    /// Goes back (or forward, up to what was sent) to `psn`: the WQE
+    /// holding it is resent from that packet.
+    pub(super) fn rewind(&mut self, psn: Psn) {
+        let r = &self.inner.req;
+        let sent = (0..r.fetched).map(|k| {
+            let op = self.op(k);
+            SentWqe {
+                first_psn: Psn::new(op.first_psn),
+                npkts: op.npkts,
+                done: op.done,
+            }
+        });
+        let target = rewind_target(psn, Psn::new(r.max_psn), r.max_cur, r.max_cur_off, sent);
+        match target {
+            Rewind::ToMax => {
+                let r = &mut self.inner.req;
+                r.psn = r.max_psn;
+                r.cur = r.max_cur;
+                r.cur_off = r.max_cur_off;
+            }
+            Rewind::At { k, idx } => {
+                self.inner.req.cur = k;
+                self.inner.req.cur_off = idx * self.mtu();
+                self.inner.req.psn = psn.get();
+                self.inner.req.noack = 0;
+                let mut op = self.op(k);
+                if op.opcode == abi::WR_RDMA_READ {
+                    op.rd_pkts = idx;
+                    self.set_op(k, op);
+                }
+                self.dev.counters.inc(Counter::Retransmits);
+            }
+            Rewind::Nowhere => {}
+        }
+    }
+}
+
+/// The opcode of a SEND or WRITE packet of WR opcode `wr`: the first
+/// and/or last of its message.
+fn data_opcode(wr: u32, first: bool, last: bool) -> Opcode {
+    let is_write = matches!(wr, abi::WR_RDMA_WRITE | abi::WR_RDMA_WRITE_WITH_IMM);
+    match (is_write, first, last, wr) {
+        (false, true, true, abi::WR_SEND_WITH_IMM) => Opcode::RcSendOnlyImm,
+        (false, true, true, abi::WR_SEND_WITH_INV) => Opcode::RcSendOnlyInv,
+        (false, true, true, _) => Opcode::RcSendOnly,
+        (false, true, false, _) => Opcode::RcSendFirst,
+        (false, false, false, _) => Opcode::RcSendMiddle,
+        (false, false, true, abi::WR_SEND_WITH_IMM) => Opcode::RcSendLastImm,
+        (false, false, true, abi::WR_SEND_WITH_INV) => Opcode::RcSendLastInv,
+        (false, false, true, _) => Opcode::RcSendLast,
+        (true, true, true, abi::WR_RDMA_WRITE_WITH_IMM) => Opcode::RcWriteOnlyImm,
+        (true, true, true, _) => Opcode::RcWriteOnly,
+        (true, true, false, _) => Opcode::RcWriteFirst,
+        (true, false, false, _) => Opcode::RcWriteMiddle,
+        (true, false, true, abi::WR_RDMA_WRITE_WITH_IMM) => Opcode::RcWriteLastImm,
+        (true, false, true, _) => Opcode::RcWriteLast,
+    }
+}

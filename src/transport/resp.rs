@@ -1,0 +1,697 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The responder: checks each request's PSN (duplicates re-ACKed or
+//! replayed, gaps NAKed once), its opcode sequence, keys and bounds, places
+//! the data, and queues the ACKs and READ/atomic responses it owes.
+
+use kernel::prelude::*;
+
+use super::{Ctx, RecvCtx, Resp, SgeError, WriteCtx, ATOMIC_LOCK};
+use crate::{
+    abi,
+    completion::{Completion, WcEx, WcOpcode, WcStatus},
+    counters::Counter,
+    cq::Kind,
+    engine::{
+        psn::Psn,
+        rc::responder::{self, Duplicate, RequestClass},
+        wire::{self, Aeth, AtomicAckEth, Headers, NakCode, OpKind, Opcode, Position, Syndrome},
+    },
+    mr::{self, AccessError},
+    rdma::sys,
+};
+
+/// A response still to build.
+#[derive(Clone, Copy)]
+enum RespItem {
+    Read {
+        va: u64,
+        rkey: u32,
+        len: u32,
+        psn: u32,
+        npkts: u32,
+        next: u32,
+        msn: u32,
+    },
+    Ack {
+        syndrome: Syndrome,
+        psn: u32,
+        msn: u32,
+    },
+    AtomicAck {
+        psn: u32,
+        msn: u32,
+        orig: u64,
+    },
+}
+
+/// Responses queued behind a READ (more than `max_dest_rd_atomic`, 128,
+/// READs plus the ACKs between them).
+const RESP_QUEUE: usize = 160;
+
+/// READ response packets built per call in softirq context.
+const RESP_BURST: u32 = 64;
+
+/// A fixed ring of [`RespItem`]s: the responses not yet built, in PSN
+/// order. READ responses are built a burst at a time (a large READ must not
+/// become thousands of packets at once), and an ACK or atomic ACK for a
+/// later request waits behind them. Heap-allocated: it is too large for a
+/// kernel stack.
+pub(crate) struct RespQueue {
+    items: KVec<Option<RespItem>>,
+    head: usize,
+    len: usize,
+}
+
+impl RespQueue {
+    /// An empty queue of [`RESP_QUEUE`] entries.
+    pub(crate) fn new() -> Result<Self> {
+        let mut items = KVec::with_capacity(RESP_QUEUE, GFP_KERNEL)?;
+        for _ in 0..RESP_QUEUE {
+            items.push(None, GFP_KERNEL)?;
+        }
+        Ok(Self {
+            items,
+            head: 0,
+            len: 0,
+        })
+    }
+
+    /// Drops every queued response.
+    pub(crate) fn clear(&mut self) {
+        for i in self.items.iter_mut() {
+            *i = None;
+        }
+        self.head = 0;
+        self.len = 0;
+    }
+
+    fn slot(&mut self, i: usize) -> Option<&mut Option<RespItem>> {
+        let cap = self.items.len();
+        self.items.get_mut(i % cap.max(1))
+    }
+
+    fn push(&mut self, item: RespItem) -> bool {
+        // A new ACK replaces an ACK at the tail: ACKs are cumulative.
+        if let (RespItem::Ack { .. }, Some(last)) = (item, self.len.checked_sub(1)) {
+            let i = self.head + last;
+            if let Some(slot @ Some(RespItem::Ack { .. })) = self.slot(i) {
+                *slot = Some(item);
+                return true;
+            }
+        }
+        if self.len >= self.items.len() {
+            return false;
+        }
+        let i = self.head + self.len;
+        match self.slot(i) {
+            Some(slot) => *slot = Some(item),
+            None => return false,
+        }
+        self.len += 1;
+        true
+    }
+
+    fn front(&self) -> Option<RespItem> {
+        if self.len == 0 {
+            None
+        } else {
+            self.items.get(self.head).copied().flatten()
+        }
+    }
+
+    fn set_front(&mut self, item: RespItem) {
+        if self.len != 0 {
+            let h = self.head;
+            if let Some(slot) = self.slot(h) {
+                *slot = Some(item);
+            }
+        }
+    }
+
+    fn pop(&mut self) {
+        if self.len != 0 {
+            let h = self.head;
+            if let Some(slot) = self.slot(h) {
+                *slot = None;
+            }
+            self.head = (self.head + 1) % self.items.len().max(1);
+            self.len -= 1;
+        }
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl Resp {
+    /// A request was processed: `next` is the next expected PSN, the gap
+    /// (if any) is closed, and a message end counts in the MSN.
+    fn accept(&mut self, next: Psn, end_of_message: bool) {
+        self.nak_sent = false;
+        self.epsn = next.get();
+        if end_of_message {
+            self.msn = (self.msn + 1) & wire::QPN_MASK;
+        }
+    }
+}
+
+impl Ctx<'_> {
+    fn send_ack(&mut self, syndrome: Syndrome, psn: u32) {
+        let msn = self.inner.resp.msn & wire::QPN_MASK;
+        if self.inner.resp_q.is_empty() {
+            self.emit_ack(syndrome, psn, msn);
+        } else {
+            // Behind pending READ responses; dropped if the queue is full
+            // (the requester's timer recovers).
+            let _ = self.inner.resp_q.push(RespItem::Ack { syndrome, psn, msn });
+        }
+    }
+
+    fn emit_ack(&mut self, syndrome: Syndrome, psn: u32, msn: u32) -> bool {
+        let mut h = Headers::new(self.bth(Opcode::RcAck, psn));
+        h.aeth = Some(Aeth { syndrome, msn });
+        matches!(self.queue(&h, 0, |_, _| Ok(())), Ok(true))
+    }
+
+    fn emit_atomic_ack(&mut self, psn: u32, msn: u32, orig: u64) -> bool {
+        let mut h = Headers::new(self.bth(Opcode::RcAtomicAck, psn));
+        h.aeth = Some(Aeth {
+            syndrome: Syndrome::Ack {
+                credits: Syndrome::CREDITS_INVALID,
+            },
+            msn,
+        });
+        h.atomic_ack_eth = Some(AtomicAckEth { orig });
+        matches!(self.queue(&h, 0, |_, _| Ok(())), Ok(true))
+    }
+
+    /// Packet `i` of a READ's responses; `false` if it could not be built
+    /// now (memory).
+    fn emit_read_packet(&mut self, item: RespItem) -> bool {
+        let RespItem::Read {
+            va,
+            rkey,
+            len,
+            psn,
+            npkts,
+            next: i,
+            msn,
+        } = item
+        else {
+            return true;
+        };
+        let mtu = self.mtu();
+        let off = i * mtu;
+        let n = (len - off.min(len)).min(mtu);
+        let opcode = match (npkts == 1, i == 0, i + 1 == npkts) {
+            (true, _, _) => Opcode::RcReadResponseOnly,
+            (false, true, _) => Opcode::RcReadResponseFirst,
+            (false, false, true) => Opcode::RcReadResponseLast,
+            _ => Opcode::RcReadResponseMiddle,
+        };
+        let mut h = Headers::new(self.bth(opcode, Psn::new(psn).add(i).get()));
+        if opcode.info().has(wire::Ext::Aeth) {
+            h.aeth = Some(Aeth {
+                syndrome: Syndrome::Ack {
+                    credits: Syndrome::CREDITS_INVALID,
+                },
+                msn,
+            });
+        }
+        let va = va.wrapping_add(u64::from(off));
+        let r = self.queue(&h, n as usize, |ctx, buf| {
+            if buf.is_empty() {
+                return Ok(());
+            }
+            // Looked up again: the MR may have gone since the request was
+            // accepted; then the rest of this READ is not sent.
+            let mr = mr::lookup(ctx.dev, rkey, ctx.rcu).ok_or(SgeError::Prot)?;
+            mr.read(va, buf).map_err(|_| SgeError::Prot)
+        });
+        // Unreadable now (`Err`): give up on this READ.
+        r.unwrap_or(true)
+    }
+
+    /// Builds up to `budget` queued responses, in order.
+    pub(crate) fn pump_responses(&mut self, mut budget: u32) {
+        while budget > 0 {
+            let Some(item) = self.inner.resp_q.front() else {
+                return;
+            };
+            let built = match item {
+                RespItem::Ack { syndrome, psn, msn } => self.emit_ack(syndrome, psn, msn),
+                RespItem::AtomicAck { psn, msn, orig } => self.emit_atomic_ack(psn, msn, orig),
+                RespItem::Read { .. } => self.emit_read_packet(item),
+            };
+            if !built {
+                return;
+            }
+            budget -= 1;
+            match item {
+                RespItem::Read {
+                    va,
+                    rkey,
+                    len,
+                    psn,
+                    npkts,
+                    next,
+                    msn,
+                } if next + 1 < npkts => self.inner.resp_q.set_front(RespItem::Read {
+                    va,
+                    rkey,
+                    len,
+                    psn,
+                    npkts,
+                    next: next + 1,
+                    msn,
+                }),
+                _ => self.inner.resp_q.pop(),
+            }
+        }
+    }
+
+    fn nak(&mut self, code: NakCode, psn: u32) {
+        self.send_ack(Syndrome::Nak(code), psn);
+    }
+
+    /// No receive WQE for a request that needs one: an RNR NAK naming the
+    /// QP's `min_rnr_timer`.
+    fn rnr_nak(&mut self, psn: u32) {
+        self.dev.counters.inc(Counter::SendRnrErr);
+        let timer = self.inner.attrs.min_rnr_timer;
+        self.send_ack(Syndrome::RnrNak { timer }, psn);
+    }
+
+    /// A class C/D error: NAK, then the QP goes to the error state.
+    fn resp_fatal(&mut self, code: NakCode, psn: u32) {
+        pr_debug!(
+            "qp {}: responder error {:?} at psn {:#x}\n",
+            self.qp.qpn,
+            code,
+            psn
+        );
+        // Nothing queued behind an error is sent; the NAK goes now.
+        self.inner.resp_q.clear();
+        let msn = self.inner.resp.msn & wire::QPN_MASK;
+        self.emit_ack(Syndrome::Nak(code), psn, msn);
+        self.enter_error();
+    }
+
+    /// The responder: a request packet.
+    pub(crate) fn on_request(&mut self, pkt: &wire::Packet<'_>) {
+        let st = self.inner.state;
+        if st != sys::ib_qp_state_IB_QPS_RTR
+            && st != sys::ib_qp_state_IB_QPS_RTS
+            && st != sys::ib_qp_state_IB_QPS_SQD
+        {
+            return;
+        }
+        let psn = pkt.psn();
+        let epsn = Psn::new(self.inner.resp.epsn);
+        match responder::classify_request(psn, epsn, self.inner.resp.nak_sent) {
+            RequestClass::New => {}
+            RequestClass::Duplicate => {
+                self.dev.counters.inc(Counter::DupRequest);
+                return self.duplicate(pkt);
+            }
+            RequestClass::OutOfSequence { nak } => {
+                if nak {
+                    self.inner.resp.nak_sent = true;
+                    self.dev.counters.inc(Counter::OutOfSeqRequest);
+                    self.nak(NakCode::PsnSequenceError, epsn.get());
+                }
+                return;
+            }
+        }
+        let info = pkt.info();
+        // Opcode sequence: a message in progress continues, else a new one
+        // starts.
+        let (in_send, in_write) = (self.inner.resp.recv.active, self.inner.resp.write.active);
+        if !responder::opcode_sequence_ok(info.kind, info.position, in_send, in_write) {
+            return self.resp_fatal(NakCode::InvalidRequest, psn.get());
+        }
+        let mtu = self.mtu() as usize;
+        if !responder::payload_len_ok(info.kind, info.position, pkt.payload().len(), mtu) {
+            return self.resp_fatal(NakCode::InvalidRequest, psn.get());
+        }
+        match info.kind {
+            OpKind::Send => self.on_send(pkt),
+            OpKind::RdmaWrite => self.on_write(pkt),
+            OpKind::RdmaReadRequest => self.on_read_request(pkt, false),
+            OpKind::CompareSwap | OpKind::FetchAdd => self.on_atomic(pkt, false),
+            _ => self.resp_fatal(NakCode::InvalidRequest, psn.get()),
+        }
+    }
+
+    /// The packet at `epsn` was processed.
+    fn resp_next(&mut self, pkt: &wire::Packet<'_>, end_of_message: bool) {
+        self.inner.resp.accept(pkt.psn().next(), end_of_message);
+        if pkt.bth().ack_req {
+            self.send_ack(
+                Syndrome::Ack {
+                    credits: Syndrome::CREDITS_INVALID,
+                },
+                pkt.psn().get(),
+            );
+        }
+    }
+
+    /// Takes the next receive WQE into `rq_shadow`; `false` if none.
+    pub(super) fn take_recv(&mut self) -> Result<bool, ()> {
+        let Some(rq_buf) = self.qp.rq_buf.as_ref() else {
+            return Err(());
+        };
+        let slot = match self.inner.rq.peek(rq_buf) {
+            Ok(s) => s,
+            Err(crate::engine::ring::RingError::Empty) => return Ok(false),
+            Err(_) => return Err(()),
+        };
+        let e = self.qp.rq_elem;
+        if self.inner.rq_shadow.len() < e {
+            return Err(());
+        }
+        // SAFETY: the slot holds `e` bytes; copied before validation.
+        unsafe {
+            core::ptr::copy_nonoverlapping(
+                rq_buf.at(slot.offset()),
+                self.inner.rq_shadow.as_mut_ptr(),
+                e,
+            )
+        };
+        let elem = &self.inner.rq_shadow[..e];
+        let w = abi::RecvWqe::from_bytes(elem).ok_or(())?;
+        let mut r = RecvCtx {
+            active: true,
+            wr_id: w.wr_id,
+            num_sge: w.dma.num_sge,
+            len: 0,
+            off: 0,
+        };
+        if r.num_sge > self.qp.rq_max_sge {
+            r.num_sge = 0;
+            r.len = 0;
+            // Reported as a length error when data arrives.
+        } else {
+            let mut total: u64 = 0;
+            for i in 0..r.num_sge as usize {
+                total += u64::from(abi::RecvWqe::sge(elem, i).map(|s| s.length).unwrap_or(0));
+            }
+            r.len = total.min(u64::from(u32::MAX)) as u32;
+        }
+        self.inner.resp.recv = r;
+        Ok(true)
+    }
+
+    /// Retires the receive WQE in `rq_shadow` with completion `c`.
+    pub(super) fn complete_recv(&mut self, c: Completion, solicited: bool) {
+        let Some(rq_buf) = self.qp.rq_buf.as_ref() else {
+            return;
+        };
+        if let Ok(slot) = self.inner.rq.peek(rq_buf) {
+            let _ = self.inner.rq.advance(slot, rq_buf);
+        }
+        self.inner.resp.recv.active = false;
+        let kind = if c.is_error() {
+            Kind::Error
+        } else if solicited {
+            Kind::Solicited
+        } else {
+            Kind::Unsolicited
+        };
+        self.post_cqe_kind(self.qp.recv_cq, &c, kind);
+    }
+
+    fn on_send(&mut self, pkt: &wire::Packet<'_>) {
+        let info = pkt.info();
+        let psn = pkt.psn().get();
+        if matches!(info.position, Position::First | Position::Only) {
+            match self.take_recv() {
+                Ok(true) => {}
+                Ok(false) => return self.rnr_nak(psn),
+                Err(()) => return self.resp_fatal(NakCode::RemoteOperationalError, psn),
+            }
+        }
+        let data = pkt.payload();
+        let r = self.inner.resp.recv;
+        let fits = u64::from(r.off) + data.len() as u64 <= u64::from(r.len);
+        let scattered = if !fits {
+            Err(SgeError::Len)
+        } else {
+            let elem = self.inner.rq_shadow.get(..self.qp.rq_elem).unwrap_or(&[]);
+            self.walk_sges(
+                elem,
+                abi::RecvWqe::sge,
+                r.num_sge,
+                (r.off, data.len() as u32),
+                sys::ib_access_flags_IB_ACCESS_LOCAL_WRITE,
+                |mr, va, rg| mr.write(va, data.get(rg).ok_or(AccessError::Bounds)?),
+            )
+        };
+        if let Err(e) = scattered {
+            let status = e.status();
+            let c = Completion {
+                src_qp: self.inner.attrs.dest_qpn,
+                ..Completion::new(r.wr_id, status, WcOpcode::Recv, self.qp.qpn)
+            };
+            self.complete_recv(c, false);
+            let code = if status == WcStatus::LocLenErr {
+                NakCode::InvalidRequest
+            } else {
+                NakCode::RemoteOperationalError
+            };
+            return self.resp_fatal(code, psn);
+        }
+        self.inner.resp.recv.off += data.len() as u32;
+        let end = matches!(info.position, Position::Last | Position::Only);
+        if end {
+            let h = pkt.headers();
+            let mut c = Completion {
+                byte_len: self.inner.resp.recv.off,
+                src_qp: self.inner.attrs.dest_qpn,
+                ..Completion::new(r.wr_id, WcStatus::Success, WcOpcode::Recv, self.qp.qpn)
+            };
+            // No opcode carries both.
+            if let Some(imm) = h.imm_dt {
+                c.ex = WcEx::Imm(imm.imm.to_be());
+            }
+            if let Some(ieth) = h.ieth {
+                c.ex = WcEx::Inv(ieth.rkey);
+            }
+            self.complete_recv(c, pkt.bth().solicited);
+        }
+        self.resp_next(pkt, end);
+    }
+
+    /// Looks up `rkey` for `[va, va + len)` with `need` rights on the QP
+    /// and the MR.
+    fn remote_mr(&self, rkey: u32, va: u64, len: u32, need: u32) -> Option<&mr::RroceMr> {
+        if self.inner.attrs.access & need != need {
+            return None;
+        }
+        let mr = mr::lookup(self.dev, rkey, self.rcu)?;
+        mr.check(self.qp.pd, va, u64::from(len), need).ok()?;
+        Some(mr)
+    }
+
+    fn on_write(&mut self, pkt: &wire::Packet<'_>) {
+        let info = pkt.info();
+        let psn = pkt.psn().get();
+        let h = pkt.headers();
+        if let Some(reth) = h.reth {
+            self.inner.resp.write = WriteCtx {
+                active: true,
+                rkey: reth.rkey,
+                va: reth.va,
+                left: reth.len,
+                total: reth.len,
+            };
+            if reth.len > 0
+                && self
+                    .remote_mr(
+                        reth.rkey,
+                        reth.va,
+                        reth.len,
+                        sys::ib_access_flags_IB_ACCESS_REMOTE_WRITE,
+                    )
+                    .is_none()
+            {
+                self.inner.resp.write.active = false;
+                return self.resp_fatal(NakCode::RemoteAccessError, psn);
+            }
+        }
+        let end = matches!(info.position, Position::Last | Position::Only);
+        // WRITE with immediate consumes a receive WQE: check before
+        // placing the data, so an RNR NAK leaves nothing half done.
+        if end && h.imm_dt.is_some() {
+            match self.take_recv() {
+                Ok(true) => {}
+                Ok(false) => {
+                    if h.reth.is_some() {
+                        self.inner.resp.write.active = false;
+                    }
+                    return self.rnr_nak(psn);
+                }
+                Err(()) => return self.resp_fatal(NakCode::RemoteOperationalError, psn),
+            }
+        }
+        let data = pkt.payload();
+        let w = self.inner.resp.write;
+        let n = data.len() as u32;
+        if n > w.left || (end && n != w.left) {
+            self.inner.resp.write.active = false;
+            return self.resp_fatal(NakCode::InvalidRequest, psn);
+        }
+        if n > 0 {
+            let ok = match self.remote_mr(
+                w.rkey,
+                w.va,
+                n,
+                sys::ib_access_flags_IB_ACCESS_REMOTE_WRITE,
+            ) {
+                Some(mr) => mr.write(w.va, data).is_ok(),
+                None => false,
+            };
+            if !ok {
+                self.inner.resp.write.active = false;
+                return self.resp_fatal(NakCode::RemoteAccessError, psn);
+            }
+        }
+        self.inner.resp.write.va = w.va.wrapping_add(u64::from(n));
+        self.inner.resp.write.left -= n;
+        if end {
+            self.inner.resp.write.active = false;
+            if let Some(imm) = h.imm_dt {
+                let wr_id = self.inner.resp.recv.wr_id;
+                let c = Completion {
+                    byte_len: w.total,
+                    src_qp: self.inner.attrs.dest_qpn,
+                    ex: WcEx::Imm(imm.imm.to_be()),
+                    ..Completion::new(
+                        wr_id,
+                        WcStatus::Success,
+                        WcOpcode::RecvRdmaWithImm,
+                        self.qp.qpn,
+                    )
+                };
+                self.complete_recv(c, pkt.bth().solicited);
+            }
+        }
+        self.resp_next(pkt, end);
+    }
+
+    /// A READ request (new, or a duplicate to replay).
+    fn on_read_request(&mut self, pkt: &wire::Packet<'_>, replay: bool) {
+        let psn = pkt.psn();
+        let Some(reth) = pkt.headers().reth else {
+            return self.resp_fatal(NakCode::InvalidRequest, psn.get());
+        };
+        let mtu = self.mtu();
+        let npkts = reth.len.div_ceil(mtu).max(1);
+        if reth.len > 0
+            && self
+                .remote_mr(
+                    reth.rkey,
+                    reth.va,
+                    reth.len,
+                    sys::ib_access_flags_IB_ACCESS_REMOTE_READ,
+                )
+                .is_none()
+        {
+            if replay {
+                return;
+            }
+            return self.resp_fatal(NakCode::RemoteAccessError, psn.get());
+        }
+        if !replay {
+            self.inner.resp.accept(psn.add(npkts), true);
+        }
+        let item = RespItem::Read {
+            va: reth.va,
+            rkey: reth.rkey,
+            len: reth.len,
+            psn: psn.get(),
+            npkts,
+            next: 0,
+            msn: self.inner.resp.msn,
+        };
+        // A full queue drops the request; the requester asks again.
+        if self.inner.resp_q.push(item) {
+            self.pump_responses(RESP_BURST);
+        }
+    }
+
+    fn on_atomic(&mut self, pkt: &wire::Packet<'_>, replay: bool) {
+        let psn = pkt.psn();
+        let Some(a) = pkt.headers().atomic_eth else {
+            return self.resp_fatal(NakCode::InvalidRequest, psn.get());
+        };
+        let orig = if replay {
+            match self.inner.resp.atomics.lookup(psn) {
+                Some(v) => v,
+                None => return,
+            }
+        } else {
+            if a.va % 8 != 0 {
+                return self.resp_fatal(NakCode::InvalidRequest, psn.get());
+            }
+            let Some(mr) = self.remote_mr(
+                a.rkey,
+                a.va,
+                8,
+                sys::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC,
+            ) else {
+                return self.resp_fatal(NakCode::RemoteAccessError, psn.get());
+            };
+            let guard = ATOMIC_LOCK.lock();
+            let mut cur = [0u8; 8];
+            if mr.read(a.va, &mut cur).is_err() {
+                drop(guard);
+                return self.resp_fatal(NakCode::RemoteAccessError, psn.get());
+            }
+            let old = u64::from_ne_bytes(cur);
+            let new = if pkt.info().kind == OpKind::CompareSwap {
+                if old == a.compare {
+                    a.swap_add
+                } else {
+                    old
+                }
+            } else {
+                old.wrapping_add(a.swap_add)
+            };
+            let _ = mr.write(a.va, &new.to_ne_bytes());
+            drop(guard);
+            self.inner.resp.atomics.remember(psn, old);
+            self.inner.resp.accept(psn.next(), true);
+            old
+        };
+        let msn = self.inner.resp.msn;
+        if self.inner.resp_q.is_empty() {
+            self.emit_atomic_ack(psn.get(), msn, orig);
+        } else {
+            let _ = self.inner.resp_q.push(RespItem::AtomicAck {
+                psn: psn.get(),
+                msn,
+                orig,
+            });
+        }
+    }
+
+    /// A request at a PSN already processed.
+    fn duplicate(&mut self, pkt: &wire::Packet<'_>) {
+        let epsn = Psn::new(self.inner.resp.epsn);
+        match responder::duplicate_action(pkt.info().kind, pkt.bth().ack_req, epsn) {
+            Duplicate::ReplayRead => self.on_read_request(pkt, true),
+            Duplicate::ReplayAtomic => self.on_atomic(pkt, true),
+            // Everything up to epsn - 1 was received: say so.
+            Duplicate::Ack(last) => self.send_ack(
+                Syndrome::Ack {
+                    credits: Syndrome::CREDITS_INVALID,
+                },
+                last.get(),
+            ),
+            Duplicate::Ignore => {}
+        }
+    }
+}
