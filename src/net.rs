@@ -22,7 +22,7 @@ use kernel::{ffi::c_int, prelude::*};
 use crate::{
     ah::{AddressVector, NetworkType},
     counters::{Counter, Counters},
-    device::RroceDev,
+    dev::RroceDev,
     engine::{icrc, icrc::ICRC_LEN},
     rdma::sys,
 };
@@ -173,10 +173,10 @@ fn receive(skb: Skb) {
     };
     // A packet to a local address arrives on `lo`: find the device by the
     // destination GID then.
-    let ibdev = crate::device::device_of_netdev(ndev).or_else(|| {
+    let ibdev = crate::link::device_of_netdev(ndev).or_else(|| {
         // SAFETY: the receiving netdev is live in softirq context.
         let net = unsafe { net_of(ndev) };
-        crate::device::device_of_gid(net, &dst)
+        crate::link::device_of_gid(net, &dst)
     });
     let Some(ibdev) = ibdev else {
         return;

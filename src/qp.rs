@@ -47,7 +47,7 @@ use crate::{
     abi::Codec as _,
     ah::{av_from_attr, AddressVector},
     counters::Counter,
-    device::{limits, RroceDev},
+    dev::{limits, RroceDev},
     engine::{
         ring::{offset, Consumer, Layout, Producer, RingError, Slot},
         wire::{self, Direction, Transport},

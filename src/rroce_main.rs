@@ -12,16 +12,18 @@ pub mod abi;
 mod ah;
 mod counters;
 mod cq;
-mod device;
+mod dev;
 pub mod engine;
 mod kconsumer;
 mod kunit;
+mod link;
 mod mr;
 mod net;
 mod qp;
 mod rdma;
 mod table;
 mod transport;
+mod verbs;
 
 module! {
     type: Rroce,
@@ -33,12 +35,12 @@ module! {
 }
 
 struct Rroce {
-    _reg: device::Registration,
+    _reg: link::Registration,
 }
 
 impl kernel::Module for Rroce {
     fn init(_module: &'static ThisModule) -> Result<Self> {
-        let reg = device::Registration::new()?;
+        let reg = link::Registration::new()?;
         pr_info!("loaded: rdma link add NAME type rroce netdev DEV\n");
         Ok(Rroce { _reg: reg })
     }

@@ -28,7 +28,7 @@ use crate::{
     abi,
     counters::Counter,
     cq::{Kind, RroceCq},
-    device::RroceDev,
+    dev::RroceDev,
     engine::{
         psn::{Psn, PsnClass},
         wire::{
