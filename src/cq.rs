@@ -47,6 +47,7 @@ use crate::{
         ring::{offset, Layout, Producer, RingError, SharedHeader, SharedIndex},
     },
     rdma::{
+        ibcq::IbCq,
         mmap::{MmapInfo, QueueBuf},
         sys,
         work::{self, Work},
@@ -80,7 +81,7 @@ pub(crate) struct CqState {
     inner: SpinLockIrq<CqInner>,
     /// The core's CQ, whose `comp_handler`/`cq_context` the callbacks use;
     /// alive until `destroy_cq`, which frees this state first.
-    ibcq: *mut sys::ib_cq,
+    ibcq: IbCq,
     /// Mapped by a user process (else polled through `poll_cq`).
     user: bool,
     /// Entry size: a user CQE or a kernel `ib_wc`.
@@ -97,13 +98,6 @@ pub(crate) struct CqState {
     #[pin]
     kill_work: Work,
 }
-
-// SAFETY: all mutable state is behind the spinlock; the work items are
-// `Sync`; `ibcq` is only dereferenced to read the handler, which the core
-// does not change while the CQ exists.
-unsafe impl Send for CqState {}
-// SAFETY: as above.
-unsafe impl Sync for CqState {}
 
 /// What a completion is, for the notify machine and for `post`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -201,7 +195,8 @@ impl CqState {
                     },
                     "rroce::cq"
                 ),
-                ibcq,
+                // SAFETY: `ibcq` outlives the state, per the caller.
+                ibcq: unsafe { IbCq::new(ibcq) },
                 user,
                 entry_size,
                 vector,
@@ -315,32 +310,16 @@ impl CqState {
 
     /// Raises `IB_EVENT_CQ_ERR` to the CQ's consumer.
     fn raise_cq_err(&self) {
-        // SAFETY: `ibcq` is valid while the state lives; the core set the
-        // handler before create and does not change it.
-        unsafe {
-            let cq = &*self.ibcq;
-            if let Some(handler) = cq.event_handler {
-                let mut ev: sys::ib_event = core::mem::zeroed();
-                ev.device = cq.device;
-                ev.element.cq = self.ibcq;
-                ev.event = sys::ib_event_type_IB_EVENT_CQ_ERR;
-                handler(&mut ev, cq.cq_context);
-            }
-        }
+        self.ibcq.raise_cq_err();
     }
 
     /// Runs one callback and reports it finished; returns what to do next.
     fn run_callback(&self) -> Action {
         let destroyed = self.inner.lock().notify.is_destroyed();
         if !destroyed {
-            // SAFETY: `ibcq` is valid while the state lives (destroy flushes
-            // this work item before freeing anything).
-            unsafe {
-                let cq = &*self.ibcq;
-                if let Some(handler) = cq.comp_handler {
-                    handler(self.ibcq, cq.cq_context);
-                }
-            }
+            // `ibcq` is valid while the state lives (destroy flushes this
+            // work item before freeing anything).
+            self.ibcq.complete();
         }
         self.inner
             .lock()
@@ -374,13 +353,13 @@ unsafe extern "C" fn cq_kill_work(work: *mut sys::work_struct) {
     // SAFETY: `work` is the `kill_work` field of a pinned `CqState`, which
     // is not freed before this work item has finished (`Drop` cancels it).
     let state: &CqState = unsafe { work::owner(work, offset_of!(CqState, kill_work)) };
-    // SAFETY: `ibcq` is valid while the state lives; the core set its
-    // device before `create_cq` (null only for the selftests' fake CQs).
-    let ibdev = unsafe { (*state.ibcq).device };
+    // The core set the device before `create_cq` (null only for the
+    // selftests' fake CQs).
+    let ibdev = state.ibcq.device();
     if !ibdev.is_null() {
         // SAFETY: the device of one of our CQs, which outlives it.
         let dev = unsafe { RroceDev::from_ib(ibdev) };
-        (state.on_overrun)(dev, state.ibcq);
+        (state.on_overrun)(dev, state.ibcq.as_ptr());
     }
 }
 
