@@ -9,10 +9,12 @@
 //! copying the address vector into the WQE. Creation may happen in atomic
 //! context (kernel AHs without `RDMA_CREATE_AH_SLEEPABLE`), so it neither
 //! sleeps nor allocates.
+//!
+//! The AH verbs are in `crate::verbs::ah`.
 
-use kernel::{ffi::c_int, prelude::*, sync::rcu};
+use kernel::{prelude::*, sync::rcu};
 
-use crate::{device::RroceDev, rdma::sys};
+use crate::{dev::RroceDev, rdma::sys};
 
 /// How the packets of an AH are encapsulated.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -140,107 +142,81 @@ pub(crate) unsafe fn av_from_attr(attr: *const sys::rdma_ah_attr) -> Result<Addr
     })
 }
 
-/// The `create_ah` and `create_user_ah` ops.
-///
-/// # Safety
-///
-/// Called only by the RDMA core through rroce's `ib_device_ops`, with the
-/// arguments that op's contract describes: live objects of an rroce device,
-/// valid attribute and output pointers, and a udata that is null for kernel
-/// callers.
-pub(crate) unsafe extern "C" fn create_ah(
-    ibah: *mut sys::ib_ah,
-    init: *mut sys::rdma_ah_init_attr,
-    udata: *mut sys::ib_udata,
-) -> c_int {
-    // SAFETY: the core passes valid arguments and an AH of our size.
-    match unsafe { create(ibah, init, udata) } {
-        Ok(()) => 0,
-        Err(e) => e.to_errno(),
-    }
-}
-
-/// # Safety
-///
-/// As for [`create_ah`].
-unsafe fn create(
-    ibah: *mut sys::ib_ah,
-    init: *mut sys::rdma_ah_init_attr,
-    udata: *mut sys::ib_udata,
-) -> Result {
-    // SAFETY: valid per the caller.
-    let av = unsafe { av_from_attr((*init).ah_attr)? };
-    // SAFETY: the AH belongs to one of our devices.
-    let dev = unsafe { RroceDev::from_ib((*ibah).device) };
-    let num = dev.ah_ids.alloc().map_err(|_| ENOMEM)?;
-    // SAFETY: the core allocated `ibah` with our size (type invariant).
-    let ah = unsafe { &mut *ibah.cast::<RroceAh>() };
-    ah.av.write(av);
-    ah.num = num;
-    if !udata.is_null() {
-        // UD sends of this process name the AH by number.
-        if dev.ahs.set(num as usize, core::ptr::from_ref(ah)).is_err() {
-            // Not published: nothing can have read it.
-            let _ = dev.ah_ids.free(num);
-            ah.num = 0;
-            return Err(ENOMEM);
-        }
-        // SAFETY: checked for null.
-        let outlen = unsafe { (*udata).outlen };
-        if outlen >= 8 {
-            // `struct rxe_create_ah_resp { __u32 ah_num; __u32 reserved; }`
-            let mut resp = [0u8; 8];
-            resp[..4].copy_from_slice(&num.to_ne_bytes());
-            // SAFETY: `resp` is 8 readable bytes.
-            let err =
-                unsafe { sys::rroce_helper_copy_to_udata(udata, resp.as_mut_ptr().cast(), 8) };
-            if err != 0 {
+impl RroceAh {
+    /// `create_ah`: numbers the AH and records `av`. A user AH (`user`) is
+    /// published for UD sends, which name it by number, and `respond`
+    /// gives the number to the caller; if that fails, nothing is left
+    /// behind.
+    ///
+    /// # Safety
+    ///
+    /// `ibah` is an AH being created on an rroce device, allocated by the
+    /// core with `RroceAh`'s size; process context if `user`.
+    pub(crate) unsafe fn create(
+        ibah: *mut sys::ib_ah,
+        av: AddressVector,
+        user: bool,
+        respond: impl FnOnce(u32) -> Result,
+    ) -> Result {
+        // SAFETY: the AH belongs to one of our devices.
+        let dev = unsafe { RroceDev::from_ib((*ibah).device) };
+        let num = dev.ah_ids.alloc().map_err(|_| ENOMEM)?;
+        // SAFETY: the core allocated `ibah` with our size (type invariant).
+        let ah = unsafe { &mut *ibah.cast::<RroceAh>() };
+        ah.av.write(av);
+        ah.num = num;
+        if user {
+            // UD sends of this process name the AH by number.
+            if dev.ahs.set(num as usize, core::ptr::from_ref(ah)).is_err() {
+                // Not published: nothing can have read it.
+                let _ = dev.ah_ids.free(num);
+                ah.num = 0;
+                return Err(ENOMEM);
+            }
+            if let Err(e) = respond(num) {
                 // The core will not call destroy_ah for a failed create.
                 // Nothing read the entry yet: the number was never given
                 // out, and a grace period passes before it is reused.
                 dev.ahs.clear(num as usize);
-                // SAFETY: process context (a uverbs call).
-                unsafe { sys::rroce_helper_synchronize_rcu() };
+                rcu::synchronize_rcu();
                 let _ = dev.ah_ids.free(num);
                 ah.num = 0;
-                return Err(Error::from_errno(err));
+                return Err(e);
             }
         }
+        Ok(())
     }
-    Ok(())
-}
 
-/// The `destroy_ah` op.
-///
-/// # Safety
-///
-/// Called only by the RDMA core through rroce's `ib_device_ops`, with the
-/// arguments that op's contract describes: live objects of an rroce device,
-/// valid attribute and output pointers, and a udata that is null for kernel
-/// callers.
-pub(crate) unsafe extern "C" fn destroy_ah(ibah: *mut sys::ib_ah, flags: u32) -> c_int {
-    let ah = ibah.cast::<RroceAh>();
-    // SAFETY: the core passes one of our AHs, created successfully; UD
-    // senders may read it concurrently (shared), so it is only read here
-    // until they are gone.
-    let (dev, num) = unsafe { (RroceDev::from_ib((*ibah).device), (*ah).num) };
-    if dev.ahs.get(num as usize, &rcu::read_lock()).is_some() {
-        // A user AH: UD sends may be reading it inside an RCU section; the
-        // core frees it when we return.
-        if flags & sys::rdma_destroy_ah_flags_RDMA_DESTROY_AH_SLEEPABLE == 0 {
-            // uverbs always destroys sleepably; anything else is refused
-            // rather than freed under a reader.
-            return EBUSY.to_errno();
+    /// `destroy_ah`. A user AH may still be read by UD sends: it is
+    /// unpublished and a grace period waited for, which needs a `sleepable`
+    /// caller (else `EBUSY`).
+    ///
+    /// # Safety
+    ///
+    /// `ibah` is an rroce AH that was created successfully, after its last
+    /// use by the core.
+    pub(crate) unsafe fn destroy(ibah: *mut sys::ib_ah, sleepable: bool) -> Result {
+        let ah = ibah.cast::<RroceAh>();
+        // SAFETY: per the caller; UD senders may read it concurrently
+        // (shared), so it is only read here until they are gone.
+        let (dev, num) = unsafe { (RroceDev::from_ib((*ibah).device), (*ah).num) };
+        if dev.ahs.get(num as usize, &rcu::read_lock()).is_some() {
+            // A user AH: UD sends may be reading it inside an RCU section;
+            // the core frees it when we return.
+            if !sleepable {
+                // uverbs always destroys sleepably; anything else is
+                // refused rather than freed under a reader.
+                return Err(EBUSY);
+            }
+            dev.ahs.clear(num as usize);
+            rcu::synchronize_rcu();
         }
-        dev.ahs.clear(num as usize);
-        // SAFETY: the caller may sleep.
-        unsafe { sys::rroce_helper_synchronize_rcu() };
+        if dev.ah_ids.free(num).is_err() {
+            pr_warn!("destroying AH {} that was not allocated\n", num);
+        }
+        // SAFETY: no reader is left (grace period above); the core owns the
+        // memory until we return.
+        unsafe { (*ah).num = 0 };
+        Ok(())
     }
-    if dev.ah_ids.free(num).is_err() {
-        pr_warn!("destroying AH {} that was not allocated\n", num);
-    }
-    // SAFETY: no reader is left (grace period above); the core owns the
-    // memory until we return.
-    unsafe { (*ah).num = 0 };
-    0
 }

@@ -5,9 +5,7 @@
 
 use core::sync::atomic::{AtomicU64, Ordering};
 
-use kernel::{ffi::c_int, prelude::*};
-
-use crate::{device::RroceDev, rdma::sys};
+use crate::rdma::sys;
 
 /// What is counted. The names follow rdma_rxe's where the meaning is the
 /// same.
@@ -75,6 +73,13 @@ impl Counters {
     pub(crate) fn get(&self, i: usize) -> u64 {
         self.0.get(i).map_or(0, |v| v.load(Ordering::Relaxed))
     }
+
+    /// Reads every counter into `values`, in [`Counter`] order.
+    pub(crate) fn read_into(&self, values: &mut [u64]) {
+        for (i, v) in values.iter_mut().enumerate() {
+            *v = self.get(i);
+        }
+    }
 }
 
 /// `struct rdma_stat_desc` entries pointing at the static names.
@@ -99,46 +104,8 @@ const fn descs() -> Descs {
 
 static DESCS: Descs = descs();
 
-/// The `alloc_hw_port_stats` op.
-///
-/// # Safety
-///
-/// Called only by the RDMA core through rroce's `ib_device_ops`.
-pub(crate) unsafe extern "C" fn alloc_hw_port_stats(
-    _ibdev: *mut sys::ib_device,
-    _port: u32,
-) -> *mut sys::rdma_hw_stats {
-    // SAFETY: `DESCS` is static and holds `COUNT` entries.
-    unsafe {
-        sys::rdma_alloc_hw_stats_struct(
-            DESCS.0.as_ptr(),
-            COUNT as c_int,
-            sys::RDMA_HW_STATS_DEFAULT_LIFESPAN as kernel::ffi::c_ulong,
-        )
-    }
-}
-
-/// The `get_hw_stats` op: fills every counter, returns how many.
-///
-/// # Safety
-///
-/// Called only by the RDMA core through rroce's `ib_device_ops`, with a
-/// stats struct from [`alloc_hw_port_stats`].
-pub(crate) unsafe extern "C" fn get_hw_stats(
-    ibdev: *mut sys::ib_device,
-    stats: *mut sys::rdma_hw_stats,
-    port: u32,
-    _index: c_int,
-) -> c_int {
-    if port == 0 || stats.is_null() {
-        return EINVAL.to_errno();
-    }
-    // SAFETY: one of our devices, alive for the call.
-    let dev = unsafe { RroceDev::from_ib(ibdev) };
-    // SAFETY: the struct was allocated for `COUNT` values.
-    let values = unsafe { (*stats).value.as_mut_slice(COUNT) };
-    for (i, v) in values.iter_mut().enumerate() {
-        *v = dev.counters.get(i);
-    }
-    COUNT as c_int
+/// The counters' descriptions for `rdma_alloc_hw_stats_struct`, in
+/// [`Counter`] order.
+pub(crate) fn descriptors() -> &'static [sys::rdma_stat_desc; COUNT] {
+    &DESCS.0
 }

@@ -10,6 +10,11 @@
 //! [`Producer`]; arming and callbacks are the engine's NDKPI state machine
 //! [`CqNotify`].
 //!
+//! The CQ verbs (`create_cq`, `poll_cq`, ...) that turn the RDMA core's
+//! calls into these methods are in `crate::verbs::cq`. After an overrun the
+//! CQ fails its QPs through the [`OverrunHook`] its creator gave it, so
+//! this file never names the QP code.
+//!
 //! # Callbacks
 //!
 //! Callbacks (`ib_cq.comp_handler`, which for user CQs wakes the completion
@@ -28,26 +33,31 @@
 //! after unlocking.
 
 use core::{
-    cell::UnsafeCell,
-    mem::{offset_of, size_of},
+    mem::{offset_of, size_of, MaybeUninit},
     pin::Pin,
     sync::atomic::Ordering,
 };
 
-use kernel::{
-    ffi::{c_int, c_uint},
-    new_spinlock_irq,
-    prelude::*,
-    sync::SpinLockIrq,
-};
+use kernel::{ffi::c_int, new_spinlock_irq, prelude::*, sync::SpinLockIrq};
 
 use crate::{
+    dev::RroceDev,
     engine::{
         notify::{Action, ArmRequest, CompletionKind, CqNotify, Fatal, NotifyError},
         ring::{offset, Layout, Producer, RingError, SharedHeader, SharedIndex},
     },
-    rdma::{mmap::QueueBuf, sys},
+    rdma::{
+        ibcq::IbCq,
+        mmap::{MmapInfo, QueueBuf},
+        sys,
+        work::{self, Work},
+    },
 };
+
+/// What a CQ does to the QPs attached to it once it has overrun: the QP
+/// side's `fail_qps_on_cq`, handed in by the CQ's creator so that the CQ
+/// never names the QP code.
+pub(crate) type OverrunHook = fn(&RroceDev, *mut sys::ib_cq);
 
 /// Size of a user CQE (`struct rroce_cqe`, = `ib_uverbs_wc`).
 const USER_CQE_SIZE: usize = crate::abi::CQE_SIZE;
@@ -71,28 +81,23 @@ pub(crate) struct CqState {
     inner: SpinLockIrq<CqInner>,
     /// The core's CQ, whose `comp_handler`/`cq_context` the callbacks use;
     /// alive until `destroy_cq`, which frees this state first.
-    ibcq: *mut sys::ib_cq,
+    ibcq: IbCq,
     /// Mapped by a user process (else polled through `poll_cq`).
     user: bool,
     /// Entry size: a user CQE or a kernel `ib_wc`.
     entry_size: usize,
     /// The completion vector whose CPU runs the callbacks.
     vector: u32,
-    /// The dispatcher work item; initialized by [`CqState::new`] once
-    /// pinned.
-    work: UnsafeCell<sys::work_struct>,
+    /// Applied by `kill_work` to the CQ's QPs after an overrun.
+    on_overrun: OverrunHook,
+    /// The dispatcher work item.
+    #[pin]
+    work: Work,
     /// Moves the QPs attached to the CQ to the error state once it has
-    /// overrun (NDKPI: "all associated queue pairs are also unusable");
-    /// initialized by [`CqState::new`] once pinned.
-    kill_work: UnsafeCell<sys::work_struct>,
+    /// overrun (NDKPI: "all associated queue pairs are also unusable").
+    #[pin]
+    kill_work: Work,
 }
-
-// SAFETY: all mutable state is behind the spinlock; `work` is only touched
-// by the workqueue code; `ibcq` is only dereferenced to read the handler,
-// which the core does not change while the CQ exists.
-unsafe impl Send for CqState {}
-// SAFETY: as above.
-unsafe impl Sync for CqState {}
 
 /// What a completion is, for the notify machine and for `post`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -158,7 +163,8 @@ unsafe fn new_ring(
 
 impl CqState {
     /// A CQ of at least `entries` entries whose callbacks go to `ibcq`'s
-    /// `comp_handler` on `vector`'s CPU.
+    /// `comp_handler` on `vector`'s CPU, and which applies `on_overrun` to
+    /// its QPs when it overruns.
     ///
     /// # Safety
     ///
@@ -169,6 +175,7 @@ impl CqState {
         entries: u32,
         vector: u32,
         uctx: *mut sys::ib_ucontext,
+        on_overrun: OverrunHook,
     ) -> Result<Pin<KBox<CqState>>> {
         let user = !uctx.is_null();
         let entry_size = if user {
@@ -188,24 +195,17 @@ impl CqState {
                     },
                     "rroce::cq"
                 ),
-                ibcq,
+                // SAFETY: `ibcq` outlives the state, per the caller.
+                ibcq: unsafe { IbCq::new(ibcq) },
                 user,
                 entry_size,
                 vector,
-                // SAFETY: an all-zero work_struct is a valid placeholder;
-                // it is initialized with INIT_WORK below before any use.
-                work: UnsafeCell::new(unsafe { core::mem::zeroed() }),
-                // SAFETY: as `work`.
-                kill_work: UnsafeCell::new(unsafe { core::mem::zeroed() }),
+                on_overrun,
+                work <- Work::new(cq_work),
+                kill_work <- Work::new(cq_kill_work),
             }),
             GFP_KERNEL,
         )?;
-        // SAFETY: the state is pinned, so the work items keep their
-        // addresses.
-        unsafe {
-            sys::rroce_helper_init_work(state.work.get(), Some(cq_work));
-            sys::rroce_helper_init_work(state.kill_work.get(), Some(cq_kill_work));
-        }
         Ok(state)
     }
 
@@ -221,7 +221,7 @@ impl CqState {
     }
 
     /// Where userspace maps the ring.
-    fn mmap_info(&self) -> crate::rdma::mmap::MmapInfo {
+    pub(crate) fn mmap_info(&self) -> MmapInfo {
         self.inner.lock().buf.mmap_info()
     }
 
@@ -273,9 +273,8 @@ impl CqState {
         if raise_err {
             self.raise_cq_err();
             // The QPs are locked one by one from process context: the
-            // caller may hold one of their locks.
-            // SAFETY: initialized in `new`; `Drop` cancels it.
-            unsafe { sys::rroce_helper_queue_work(self.kill_work.get()) };
+            // caller may hold one of their locks. `Drop` cancels it.
+            self.kill_work.queue();
         }
         self.dispatch(action);
         result
@@ -298,47 +297,29 @@ impl CqState {
     /// Waits until no callback is queued or running (a dispatcher that
     /// defers a callback runs it before it finishes).
     pub(crate) fn flush_callbacks(&self) {
-        // SAFETY: `work` was initialized in `new`; not called from it.
-        unsafe { sys::rroce_helper_flush_work(self.work.get()) };
+        self.work.flush();
     }
 
     /// Hands the dispatcher role to the work item on the vector's CPU.
     fn dispatch(&self, a: Action) {
         if a == Action::RunCallback {
-            // SAFETY: `work` was initialized in `new`; the state outlives
-            // the work item (`Drop` flushes it).
-            unsafe { sys::rroce_helper_queue_work_on_vector(self.vector, self.work.get()) };
+            // The state outlives the work item (`Drop` flushes it).
+            self.work.queue_on_vector(self.vector);
         }
     }
 
     /// Raises `IB_EVENT_CQ_ERR` to the CQ's consumer.
     fn raise_cq_err(&self) {
-        // SAFETY: `ibcq` is valid while the state lives; the core set the
-        // handler before create and does not change it.
-        unsafe {
-            let cq = &*self.ibcq;
-            if let Some(handler) = cq.event_handler {
-                let mut ev: sys::ib_event = core::mem::zeroed();
-                ev.device = cq.device;
-                ev.element.cq = self.ibcq;
-                ev.event = sys::ib_event_type_IB_EVENT_CQ_ERR;
-                handler(&mut ev, cq.cq_context);
-            }
-        }
+        self.ibcq.raise_cq_err();
     }
 
     /// Runs one callback and reports it finished; returns what to do next.
     fn run_callback(&self) -> Action {
         let destroyed = self.inner.lock().notify.is_destroyed();
         if !destroyed {
-            // SAFETY: `ibcq` is valid while the state lives (destroy flushes
-            // this work item before freeing anything).
-            unsafe {
-                let cq = &*self.ibcq;
-                if let Some(handler) = cq.comp_handler {
-                    handler(self.ibcq, cq.cq_context);
-                }
-            }
+            // `ibcq` is valid while the state lives (destroy flushes this
+            // work item before freeing anything).
+            self.ibcq.complete();
         }
         self.inner
             .lock()
@@ -354,13 +335,11 @@ impl PinnedDrop for CqState {
         // Cancel the arm, then wait for a queued or running callback; the
         // work item skips the handler now that the CQ is destroyed.
         let _ = self.inner.lock().notify.destroy();
-        // SAFETY: initialized in `new`; not called from the work items
-        // themselves (the RDMA core never destroys a CQ from its own
-        // handler, and no QP is attached any more).
-        unsafe {
-            sys::rroce_helper_flush_work(self.work.get());
-            sys::rroce_helper_cancel_work_sync(self.kill_work.get());
-        }
+        // Not called from the work items themselves (the RDMA core never
+        // destroys a CQ from its own handler, and no QP is attached any
+        // more).
+        self.work.flush();
+        self.kill_work.cancel_sync();
     }
 }
 
@@ -373,18 +352,14 @@ impl PinnedDrop for CqState {
 unsafe extern "C" fn cq_kill_work(work: *mut sys::work_struct) {
     // SAFETY: `work` is the `kill_work` field of a pinned `CqState`, which
     // is not freed before this work item has finished (`Drop` cancels it).
-    let state = unsafe {
-        &*work
-            .byte_sub(offset_of!(CqState, kill_work))
-            .cast::<CqState>()
-    };
-    // SAFETY: `ibcq` is valid while the state lives; the core set its
-    // device before `create_cq` (null only for the selftests' fake CQs).
-    let ibdev = unsafe { (*state.ibcq).device };
+    let state: &CqState = unsafe { work::owner(work, offset_of!(CqState, kill_work)) };
+    // The core set the device before `create_cq` (null only for the
+    // selftests' fake CQs).
+    let ibdev = state.ibcq.device();
     if !ibdev.is_null() {
         // SAFETY: the device of one of our CQs, which outlives it.
-        let dev = unsafe { crate::device::RroceDev::from_ib(ibdev) };
-        crate::qp::fail_qps_on_cq(dev, state.ibcq);
+        let dev = unsafe { RroceDev::from_ib(ibdev) };
+        (state.on_overrun)(dev, state.ibcq.as_ptr());
     }
 }
 
@@ -397,7 +372,7 @@ unsafe extern "C" fn cq_kill_work(work: *mut sys::work_struct) {
 unsafe extern "C" fn cq_work(work: *mut sys::work_struct) {
     // SAFETY: `work` is the `work` field of a pinned `CqState`, which is
     // not freed before this work item has finished (`Drop` flushes it).
-    let state = unsafe { &*work.byte_sub(offset_of!(CqState, work)).cast::<CqState>() };
+    let state: &CqState = unsafe { work::owner(work, offset_of!(CqState, work)) };
     while state.run_callback() == Action::RunCallback {}
 }
 
@@ -423,161 +398,47 @@ impl RroceCq {
         // SAFETY: per the type invariant and the caller.
         unsafe { &*(*ibcq.cast::<RroceCq>()).state }
     }
+
+    /// Completes `create_cq`: the CQ takes `state` and reports its
+    /// capacity.
+    ///
+    /// # Safety
+    ///
+    /// `ibcq` is an rroce CQ being created (allocated by the core with
+    /// `RroceCq`'s size, no state yet), and `state` was made for it.
+    pub(crate) unsafe fn install(ibcq: *mut sys::ib_cq, state: Pin<KBox<CqState>>) {
+        let capacity = state.capacity();
+        // SAFETY: the core allocated `ibcq` with our size (type invariant).
+        let cq = unsafe { &mut *ibcq.cast::<RroceCq>() };
+        cq.ibcq.cqe = capacity as c_int;
+        // INVARIANT: leaked until `destroy_cq`, never moved (pinned).
+        // SAFETY: we never move out of the box.
+        cq.state = KBox::into_raw(unsafe { Pin::into_inner_unchecked(state) });
+    }
+
+    /// `destroy_cq`: frees the state (its `Drop` cancels the arm and waits
+    /// for callbacks).
+    ///
+    /// # Safety
+    ///
+    /// `ibcq` is an rroce CQ after its last use.
+    pub(crate) unsafe fn destroy(ibcq: *mut sys::ib_cq) {
+        // SAFETY: per the caller.
+        let cq = unsafe { &mut *ibcq.cast::<RroceCq>() };
+        if !cq.state.is_null() {
+            // SAFETY: leaked in `install` (type invariant); reclaimed once.
+            drop(unsafe { KBox::from_raw(cq.state) });
+            cq.state = core::ptr::null_mut();
+        }
+    }
 }
 
 /// Validates a requested CQ size.
-fn check_cqe(cqe: u32) -> Result {
-    if cqe == 0 || cqe > crate::device::limits::MAX_CQE {
+pub(crate) fn check_cqe(cqe: u32) -> Result {
+    if cqe == 0 || cqe > crate::dev::limits::MAX_CQE {
         return Err(EINVAL);
     }
     Ok(())
-}
-
-/// Writes the mminfo response of create/resize
-/// (`struct rroce_create_cq_resp` / `rroce_resize_cq_resp`).
-///
-/// # Safety
-///
-/// `udata` is a valid uverbs udata.
-unsafe fn respond_mminfo(udata: *mut sys::ib_udata, mi: crate::rdma::mmap::MmapInfo) -> Result {
-    let mut resp = crate::abi::MmapInfo {
-        offset: mi.offset,
-        size: mi.size,
-        pad: 0,
-    }
-    .to_bytes();
-    // SAFETY: `resp` is readable; `udata` is valid.
-    let err =
-        unsafe { sys::rroce_helper_copy_to_udata(udata, resp.as_mut_ptr().cast(), resp.len()) };
-    if err != 0 {
-        return Err(Error::from_errno(err));
-    }
-    Ok(())
-}
-
-/// # Safety
-///
-/// `udata` is null or valid.
-unsafe fn udata_outlen(udata: *mut sys::ib_udata) -> usize {
-    if udata.is_null() {
-        0
-    } else {
-        // SAFETY: checked for null, valid per the caller.
-        unsafe { (*udata).outlen }
-    }
-}
-
-/// The `create_cq` / `create_user_cq` op.
-///
-/// # Safety
-///
-/// Called only by the RDMA core through rroce's `ib_device_ops`, with the
-/// arguments that op's contract describes: live objects of an rroce device,
-/// valid attribute and output pointers, and a udata that is null for kernel
-/// callers.
-pub(crate) unsafe extern "C" fn create_cq(
-    ibcq: *mut sys::ib_cq,
-    attr: *const sys::ib_cq_init_attr,
-    attrs: *mut sys::uverbs_attr_bundle,
-) -> c_int {
-    // SAFETY: the core passes a CQ of our size, valid attributes, and a
-    // bundle that is null for kernel callers.
-    match unsafe { create(ibcq, attr, attrs) } {
-        Ok(()) => 0,
-        Err(e) => e.to_errno(),
-    }
-}
-
-/// # Safety
-///
-/// As for [`create_cq`].
-unsafe fn create(
-    ibcq: *mut sys::ib_cq,
-    attr: *const sys::ib_cq_init_attr,
-    attrs: *mut sys::uverbs_attr_bundle,
-) -> Result {
-    // SAFETY: valid per the caller.
-    let (attr, udata) = unsafe { (&*attr, sys::rroce_helper_attrs_udata(attrs)) };
-    if attr.flags != 0 {
-        return Err(EOPNOTSUPP);
-    }
-    check_cqe(attr.cqe)?;
-    // SAFETY: `ibcq` belongs to one of our devices.
-    let num_vectors = unsafe { (*(*ibcq).device).num_comp_vectors };
-    if attr.comp_vector as c_int >= num_vectors {
-        return Err(EINVAL);
-    }
-    let uctx = if udata.is_null() {
-        core::ptr::null_mut()
-    } else {
-        // SAFETY: `udata` is non-null and valid.
-        if unsafe { udata_outlen(udata) } < size_of::<crate::abi::CreateCqResp>() {
-            return Err(EINVAL);
-        }
-        // SAFETY: the driver udata of this uverbs call.
-        unsafe { sys::rroce_helper_udata_ucontext(udata) }
-    };
-    // SAFETY: `ibcq` outlives the state (freed in `destroy_cq` first);
-    // `uctx` is null or this call's live ucontext.
-    let state = unsafe { CqState::new(ibcq, attr.cqe, attr.comp_vector, uctx)? };
-    if !udata.is_null() {
-        // SAFETY: `udata` is valid.
-        unsafe { respond_mminfo(udata, state.mmap_info())? };
-    }
-    let capacity = state.capacity();
-    // SAFETY: the core allocated `ibcq` with our size (type invariant).
-    let cq = unsafe { &mut *ibcq.cast::<RroceCq>() };
-    cq.ibcq.cqe = capacity as c_int;
-    // INVARIANT: leaked until `destroy_cq`, never moved (pinned).
-    // SAFETY: we never move out of the box.
-    cq.state = KBox::into_raw(unsafe { Pin::into_inner_unchecked(state) });
-    Ok(())
-}
-
-/// The `destroy_cq` op.
-///
-/// # Safety
-///
-/// Called only by the RDMA core through rroce's `ib_device_ops`, with the
-/// arguments that op's contract describes: live objects of an rroce device,
-/// valid attribute and output pointers, and a udata that is null for kernel
-/// callers.
-pub(crate) unsafe extern "C" fn destroy_cq(
-    ibcq: *mut sys::ib_cq,
-    _udata: *mut sys::ib_udata,
-) -> c_int {
-    // SAFETY: the core passes one of our CQs, created successfully, after
-    // its last use.
-    let cq = unsafe { &mut *ibcq.cast::<RroceCq>() };
-    if !cq.state.is_null() {
-        // SAFETY: leaked in `create` (type invariant); reclaimed once. Its
-        // `Drop` cancels the arm and waits for callbacks.
-        drop(unsafe { KBox::from_raw(cq.state) });
-        cq.state = core::ptr::null_mut();
-    }
-    0
-}
-
-/// The `resize_user_cq` op: grows or shrinks the ring, keeping every
-/// completion not yet consumed. Shrinking below that count fails and
-/// leaves the CQ unchanged.
-///
-/// # Safety
-///
-/// Called only by the RDMA core through rroce's `ib_device_ops`, with the
-/// arguments that op's contract describes: live objects of an rroce device,
-/// valid attribute and output pointers, and a udata that is null for kernel
-/// callers.
-pub(crate) unsafe extern "C" fn resize_cq(
-    ibcq: *mut sys::ib_cq,
-    cqe: c_uint,
-    udata: *mut sys::ib_udata,
-) -> c_int {
-    // SAFETY: the core passes a live CQ of ours and a valid udata or null.
-    match unsafe { resize(ibcq, cqe, udata) } {
-        Ok(()) => 0,
-        Err(e) => e.to_errno(),
-    }
 }
 
 impl CqState {
@@ -634,97 +495,41 @@ impl CqState {
     }
 }
 
-/// # Safety
-///
-/// As for [`resize_cq`].
-unsafe fn resize(ibcq: *mut sys::ib_cq, cqe: u32, udata: *mut sys::ib_udata) -> Result {
-    // SAFETY: live CQ per the caller.
-    let state = unsafe { RroceCq::state(ibcq) };
-    let uctx = if state.user {
-        // SAFETY: `udata` is null or valid.
-        if unsafe { udata_outlen(udata) } < size_of::<crate::abi::ResizeCqResp>() {
+impl CqState {
+    /// `poll_cq` for kernel consumers (user CQs are polled in userspace
+    /// through the mapping): moves up to `out.len()` entries out of the
+    /// ring, returns how many.
+    pub(crate) fn poll(&self, out: &mut [MaybeUninit<sys::ib_wc>]) -> Result<usize> {
+        if self.user {
             return Err(EINVAL);
         }
-        // SAFETY: the driver udata of this uverbs call.
-        unsafe { sys::rroce_helper_udata_ucontext(udata) }
-    } else {
-        core::ptr::null_mut()
-    };
-    // SAFETY: `uctx` is the owner's ucontext (user CQ) or null.
-    let capacity = unsafe { state.resize(cqe, uctx)? };
-    if state.user {
-        // SAFETY: `udata` is valid (checked above).
-        unsafe { respond_mminfo(udata, state.mmap_info())? };
-    }
-    // SAFETY: live CQ.
-    unsafe { (*ibcq).cqe = capacity as c_int };
-    Ok(())
-}
-
-/// The `poll_cq` op, for kernel consumers (user CQs are polled in
-/// userspace through the mapping).
-///
-/// # Safety
-///
-/// Called only by the RDMA core through rroce's `ib_device_ops`, with the
-/// arguments that op's contract describes: live objects of an rroce device,
-/// valid attribute and output pointers, and a udata that is null for kernel
-/// callers.
-pub(crate) unsafe extern "C" fn poll_cq(
-    ibcq: *mut sys::ib_cq,
-    num: c_int,
-    wc: *mut sys::ib_wc,
-) -> c_int {
-    // SAFETY: live CQ of ours.
-    let state = unsafe { RroceCq::state(ibcq) };
-    if state.user || num < 0 {
-        return EINVAL.to_errno();
-    }
-    let guard = state.inner.lock();
-    let layout = guard.ring.layout();
-    let prod = guard.ring.index();
-    // The kernel is this ring's consumer: the index is its own.
-    let mut cons = guard.buf.consumer_index().load_acquire() & layout.index_mask();
-    let mut n = 0;
-    while n < num && cons != prod {
-        // SAFETY: kernel CQ slots hold `ib_wc`s written by `post`; `wc` has
-        // room for `num` entries.
-        unsafe {
-            core::ptr::copy_nonoverlapping(
-                guard.buf.at(layout.slot_offset(cons)).cast::<sys::ib_wc>(),
-                wc.add(n as usize),
-                1,
-            )
-        };
-        cons = layout.next(cons);
-        n += 1;
-    }
-    guard.buf.consumer_index().store_release(cons);
-    n
-}
-
-/// The `req_notify_cq` op.
-///
-/// # Safety
-///
-/// Called only by the RDMA core through rroce's `ib_device_ops`, with the
-/// arguments that op's contract describes: live objects of an rroce device,
-/// valid attribute and output pointers, and a udata that is null for kernel
-/// callers.
-pub(crate) unsafe extern "C" fn req_notify_cq(
-    ibcq: *mut sys::ib_cq,
-    flags: sys::ib_cq_notify_flags,
-) -> c_int {
-    // SAFETY: live CQ of ours.
-    let state = unsafe { RroceCq::state(ibcq) };
-    match state.arm(flags) {
-        Ok(r) => r,
-        Err(e) => e.to_errno(),
+        let guard = self.inner.lock();
+        let layout = guard.ring.layout();
+        let prod = guard.ring.index();
+        // The kernel is this ring's consumer: the index is its own.
+        let mut cons = guard.buf.consumer_index().load_acquire() & layout.index_mask();
+        let mut n = 0;
+        while n < out.len() && cons != prod {
+            // SAFETY: kernel CQ slots hold `ib_wc`s written by `post`.
+            let wc = unsafe {
+                guard
+                    .buf
+                    .at(layout.slot_offset(cons))
+                    .cast::<sys::ib_wc>()
+                    .read_unaligned()
+            };
+            out[n].write(wc);
+            cons = layout.next(cons);
+            n += 1;
+        }
+        guard.buf.consumer_index().store_release(cons);
+        Ok(n)
     }
 }
 
 /// Checks run by KUnit on real kernel CQ state (rings in vmalloc memory,
 /// callbacks through the workqueue on the vector's CPU).
+#[cfg(CONFIG_KUNIT)]
 pub(crate) mod selftest {
     use super::{CqState, Kind};
     use crate::rdma::sys;
@@ -781,15 +586,18 @@ pub(crate) mod selftest {
         let p: *mut sys::ib_cq = &mut *ibcq;
         // SAFETY: `ibcq` outlives the state (callers drop the state first);
         // kernel CQ.
-        let st = unsafe { CqState::new(p, entries, vector, core::ptr::null_mut()) }
+        let st = unsafe { CqState::new(p, entries, vector, core::ptr::null_mut(), no_qps) }
             .map_err(|_| "CqState::new failed")?;
         Ok((ibcq, st))
     }
 
+    /// The overrun hook of the fake CQs, which have no device (and so no
+    /// QPs): never called.
+    fn no_qps(_dev: &crate::dev::RroceDev, _ibcq: *mut sys::ib_cq) {}
+
     /// Waits for queued callbacks to finish.
     fn settle(st: &CqState) {
-        // SAFETY: the work item was initialized by `CqState::new`.
-        unsafe { sys::rroce_helper_flush_work(st.work.get()) };
+        st.work.flush();
     }
 
     /// Simulates the consumer polling everything.
@@ -989,10 +797,10 @@ pub(crate) mod selftest {
     /// CQ sizes: 0 and above the limit are refused.
     pub(crate) fn cqe_limits() -> Result<(), &'static str> {
         use super::check_cqe;
-        if check_cqe(0).is_ok() || check_cqe(crate::device::limits::MAX_CQE + 1).is_ok() {
+        if check_cqe(0).is_ok() || check_cqe(crate::dev::limits::MAX_CQE + 1).is_ok() {
             return Err("bad CQ size accepted");
         }
-        if check_cqe(1).is_err() || check_cqe(crate::device::limits::MAX_CQE).is_err() {
+        if check_cqe(1).is_err() || check_cqe(crate::dev::limits::MAX_CQE).is_err() {
             return Err("good CQ size refused");
         }
         Ok(())

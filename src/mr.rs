@@ -7,12 +7,14 @@
 //! pins the user's pages with `ib_umem_get` so the transport can reach them
 //! from any context. Keys are `index << 8 | key byte`, as in rxe; the
 //! access flags are recorded here and enforced by the transport.
+//!
+//! The MR verbs are in `crate::verbs::mr`.
 
 use core::sync::atomic::{AtomicU32, Ordering};
 
-use kernel::{ffi::c_int, prelude::*};
+use kernel::prelude::*;
 
-use crate::{abi, device::RroceDev, rdma::sys};
+use crate::{abi, dev::RroceDev, rdma::sys};
 
 /// The access flags an MR may carry (`IB_ACCESS_*` that rroce implements).
 const SUPPORTED_ACCESS: u32 = sys::ib_access_flags_IB_ACCESS_LOCAL_WRITE
@@ -218,17 +220,13 @@ pub(crate) fn walk_sges(
 
 static KEY_SALT: AtomicU32 = AtomicU32::new(0);
 
-fn is_err_ptr<T>(p: *mut T) -> bool {
-    (p as usize) >= (-4095isize) as usize
-}
-
 /// Allocates an MR on `pd`; returns a pointer for the core or an error.
 ///
 /// # Safety
 ///
 /// `pd` is a live PD of an rroce device; `umem` is null or a pinned umem
 /// whose ownership passes to the MR.
-unsafe fn new_mr(
+pub(crate) unsafe fn new_mr(
     pd: *mut sys::ib_pd,
     access: u32,
     umem: *mut sys::ib_umem,
@@ -300,114 +298,12 @@ unsafe fn new_mr(
     Ok(raw.cast())
 }
 
-fn err_ptr<T>(e: Error) -> *mut T {
-    e.to_ptr()
-}
-
-/// The `get_dma_mr` op.
+/// Frees an MR (`dereg_mr`), once the transport can no longer reach it.
 ///
 /// # Safety
 ///
-/// Called only by the RDMA core through rroce's `ib_device_ops`, with the
-/// arguments that op's contract describes: live objects of an rroce device,
-/// valid attribute and output pointers, and a udata that is null for kernel
-/// callers.
-pub(crate) unsafe extern "C" fn get_dma_mr(pd: *mut sys::ib_pd, access: c_int) -> *mut sys::ib_mr {
-    let access = access as u32;
-    if let Err(e) = check_access(access) {
-        return err_ptr(e);
-    }
-    // SAFETY: the core passes a live PD of ours.
-    match unsafe {
-        new_mr(
-            pd,
-            access,
-            core::ptr::null_mut(),
-            0,
-            u64::MAX,
-            sys::ib_mr_type_IB_MR_TYPE_DMA,
-        )
-    } {
-        Ok(p) => p,
-        Err(e) => err_ptr(e),
-    }
-}
-
-/// The `reg_user_mr` op: pins `[start, start + length)` of the caller.
-///
-/// # Safety
-///
-/// Called only by the RDMA core through rroce's `ib_device_ops`, with the
-/// arguments that op's contract describes: live objects of an rroce device,
-/// valid attribute and output pointers, and a udata that is null for kernel
-/// callers.
-pub(crate) unsafe extern "C" fn reg_user_mr(
-    pd: *mut sys::ib_pd,
-    start: u64,
-    length: u64,
-    iova: u64,
-    access: c_int,
-    dmah: *mut sys::ib_dmah,
-    _udata: *mut sys::ib_udata,
-) -> *mut sys::ib_mr {
-    let access = access as u32;
-    if !dmah.is_null() {
-        return err_ptr(EOPNOTSUPP);
-    }
-    if let Err(e) = check_access(access) {
-        return err_ptr(e);
-    }
-    if length == 0 || start.checked_add(length).is_none() || iova.checked_add(length).is_none() {
-        return err_ptr(EINVAL);
-    }
-    // SAFETY: `pd` is a live PD of ours; `ib_umem_get_va` (spelled out, as
-    // it is a static inline) validates the user
-    // range itself and pins it.
-    let umem = unsafe {
-        sys::ib_umem_get_attr_or_va(
-            (*pd).device,
-            core::ptr::null(),
-            0,
-            start,
-            length as usize,
-            access as c_int,
-        )
-    };
-    if is_err_ptr(umem) {
-        return umem.cast();
-    }
-    // SAFETY: as above; the umem's ownership passes to the MR.
-    match unsafe {
-        new_mr(
-            pd,
-            access,
-            umem,
-            iova,
-            length,
-            sys::ib_mr_type_IB_MR_TYPE_USER,
-        )
-    } {
-        Ok(p) => p,
-        Err(e) => {
-            // SAFETY: pinned above and not handed to anyone.
-            unsafe { sys::ib_umem_release(umem) };
-            err_ptr(e)
-        }
-    }
-}
-
-/// The `dereg_mr` op.
-///
-/// # Safety
-///
-/// Called only by the RDMA core through rroce's `ib_device_ops`, with the
-/// arguments that op's contract describes: live objects of an rroce device,
-/// valid attribute and output pointers, and a udata that is null for kernel
-/// callers.
-pub(crate) unsafe extern "C" fn dereg_mr(
-    ibmr: *mut sys::ib_mr,
-    _udata: *mut sys::ib_udata,
-) -> c_int {
+/// `ibmr` is an rroce MR, after the core's last use of it; process context.
+pub(crate) unsafe fn dereg(ibmr: *mut sys::ib_mr) {
     // SAFETY: every MR the core hands back was made by `new_mr` (type
     // invariant); the core calls this once, after its last use.
     let mr = unsafe { KBox::from_raw(ibmr.cast::<RroceMr>()) };
@@ -415,8 +311,7 @@ pub(crate) unsafe extern "C" fn dereg_mr(
     let dev = unsafe { RroceDev::from_ib(mr.ibmr.device) };
     // The transport may still hold it inside an RCU read-side section.
     dev.mrs.clear(mr.index as usize);
-    // SAFETY: plain function call, process context.
-    unsafe { sys::rroce_helper_synchronize_rcu() };
+    kernel::sync::rcu::synchronize_rcu();
     if !mr.umem.is_null() {
         // SAFETY: owned by the MR (type invariant).
         unsafe { sys::ib_umem_release(mr.umem) };
@@ -425,10 +320,10 @@ pub(crate) unsafe extern "C" fn dereg_mr(
         pr_warn!("MR index {} was not allocated\n", mr.index);
     }
     let _ = mr.access;
-    0
 }
 
 /// Checks of the pure parts, run by KUnit.
+#[cfg(CONFIG_KUNIT)]
 pub(crate) mod selftest {
     use super::{check_access, sys};
 

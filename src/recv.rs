@@ -16,7 +16,7 @@ use kernel::{prelude::*, sync::rcu};
 
 use crate::{
     counters::Counter,
-    device::RroceDev,
+    dev::RroceDev,
     engine::{
         icrc::{self, ICRC_LEN},
         wire::{self, Direction, Transport},
@@ -73,8 +73,8 @@ pub(crate) fn receive(rx: &Received<'_>) {
 /// receiving netdev or, since a packet to a local address arrives on `lo`,
 /// the one in the netdev's namespace that owns the destination GID.
 fn lookup_device(rx: &Received<'_>, dst: &[u8; 16]) -> Option<DevRef> {
-    let ibdev = crate::device::device_of_netdev(rx.netdev())
-        .or_else(|| crate::device::device_of_gid(rx.net(), dst))?;
+    let ibdev = crate::registry::device_of_netdev(rx.netdev())
+        .or_else(|| crate::registry::device_of_gid(rx.net(), dst))?;
     // INVARIANT: `device_of_*` return an rroce device with a reference the
     // caller drops.
     Some(DevRef(ibdev))

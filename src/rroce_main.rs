@@ -13,13 +13,15 @@ mod ah;
 mod completion;
 mod counters;
 mod cq;
-mod device;
+mod dev;
 pub mod engine;
+mod link;
 mod mr;
 mod net;
 mod qp;
 mod rdma;
 mod recv;
+mod registry;
 mod table;
 #[cfg(CONFIG_KUNIT)]
 mod test;
@@ -36,12 +38,12 @@ module! {
 }
 
 struct Rroce {
-    _reg: device::Registration,
+    _reg: link::Registration,
 }
 
 impl kernel::Module for Rroce {
     fn init(_module: &'static ThisModule) -> Result<Self> {
-        let reg = device::Registration::new()?;
+        let reg = link::Registration::new()?;
         pr_info!("loaded: rdma link add NAME type rroce netdev DEV\n");
         Ok(Rroce { _reg: reg })
     }

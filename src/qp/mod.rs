@@ -52,7 +52,7 @@ use kernel::{
 
 use crate::{
     ah::AddressVector,
-    device::{limits, RroceDev},
+    dev::{limits, RroceDev},
     engine::ring::{offset, Consumer, Layout, Producer},
     net::Skb,
     rdma::{mmap::QueueBuf, sys},

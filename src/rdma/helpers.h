@@ -60,8 +60,6 @@ unsigned int rroce_helper_smp_processor_id(void);
 /* init_net's loopback netdev (lives as long as the kernel). */
 struct net_device *rroce_helper_init_net_loopback(void);
 
-#endif
-
 struct socket;
 struct sock;
 struct sk_buff;
@@ -107,3 +105,5 @@ bool rroce_helper_queue_work(struct work_struct *work);
 bool rroce_helper_cancel_work_sync(struct work_struct *work);
 bool rroce_helper_in_atomic_bh(void);
 bool rroce_helper_irqs_off(void);
+
+#endif /* RROCE_HELPERS_H */

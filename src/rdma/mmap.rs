@@ -6,14 +6,15 @@
 //! ring (CQ, SQ, RQ or SRQ). For a user object it is also offered for
 //! `mmap` through an `rdma_user_mmap_entry`: the create verb returns the
 //! entry's offset and size (the rxe `mminfo`), the provider maps the uverbs
-//! file at that offset, and [`mmap`] (the device's `mmap` op) maps the pages.
+//! file at that offset, and [`map`] (behind the device's `mmap` op) maps the
+//! pages.
 //!
 //! # Lifetime
 //!
 //! The owning object holds the entry's only lasting reference; destroying
 //! the object removes the entry (`rdma_user_mmap_entry_remove`: its offset
 //! can no longer be mapped) and the last put calls the device's `mmap_free`
-//! op, [`mmap_free`], which `vfree`s the buffer. Pages a process still maps
+//! op, [`free_entry`], which `vfree`s the buffer. Pages a process still maps
 //! are not freed with it: `remap_vmalloc_range` inserts them with
 //! `vm_insert_page`, which takes a page reference that only the unmap
 //! drops. So a process that keeps a ring mapped after destroying its CQ (or
@@ -30,7 +31,7 @@ use core::{
     sync::atomic::AtomicU32,
 };
 
-use kernel::{ffi::c_int, prelude::*};
+use kernel::prelude::*;
 
 use super::sys;
 use crate::engine::ring::{offset, SharedHeader};
@@ -43,7 +44,7 @@ const PAGE_SIZE: usize = 4096;
 /// # Invariants
 ///
 /// `entry` is the first field, so the `rdma_user_mmap_entry` pointers the
-/// core hands to [`mmap_free`] and that [`mmap`] gets back are pointers to
+/// core hands to [`free_entry`] and that [`map`] gets back are pointers to
 /// a `MmapEntry` allocated by [`QueueBuf::new`]. `buf` is `vmalloc_user`
 /// memory of `size` bytes, owned by this entry.
 #[repr(C)]
@@ -158,7 +159,7 @@ impl QueueBuf {
     /// The shared 32-bit header word at byte `off` (one of the
     /// [`offset`] constants).
     pub(crate) fn header_word(&self, off: usize) -> &AtomicU32 {
-        debug_assert!(off % 4 == 0 && off < offset::DATA);
+        debug_assert!(off.is_multiple_of(4) && off < offset::DATA);
         // SAFETY: `off` is a 4-byte aligned offset inside the header of the
         // page-aligned buffer, which lives as long as `self`. The process may
         // store to it concurrently, which is just another atomic access.
@@ -207,13 +208,11 @@ impl Drop for QueueBuf {
 ///
 /// # Safety
 ///
-/// Called only by the RDMA core through rroce's `ib_device_ops`, with the
-/// arguments that op's contract describes: live objects of an rroce device,
-/// valid attribute and output pointers, and a udata that is null for kernel
-/// callers.
-pub(crate) unsafe extern "C" fn mmap_free(entry: *mut sys::rdma_user_mmap_entry) {
+/// `entry` is an entry of an rroce ucontext whose last reference is gone;
+/// called once (by the RDMA core).
+pub(crate) unsafe fn free_entry(entry: *mut sys::rdma_user_mmap_entry) {
     // SAFETY: every entry rroce inserts is a `MmapEntry` allocated with
-    // `KBox` (type invariant); the core calls this exactly once.
+    // `KBox` (type invariant); the caller passes it exactly once.
     let e = unsafe { KBox::from_raw(entry.cast::<MmapEntry>()) };
     // SAFETY: the entry owned the memory and nothing maps it any more.
     unsafe { sys::rroce_helper_vfree(e.buf.cast()) };
@@ -224,39 +223,31 @@ pub(crate) unsafe extern "C" fn mmap_free(entry: *mut sys::rdma_user_mmap_entry)
 ///
 /// # Safety
 ///
-/// Called only by the RDMA core through rroce's `ib_device_ops`, with the
-/// arguments that op's contract describes: live objects of an rroce device,
-/// valid attribute and output pointers, and a udata that is null for kernel
-/// callers.
-pub(crate) unsafe extern "C" fn mmap(
-    uctx: *mut sys::ib_ucontext,
-    vma: *mut sys::vm_area_struct,
-) -> c_int {
-    // SAFETY: the core passes the caller's live ucontext and new VMA.
+/// `uctx` is the caller's live ucontext (of an rroce device) and `vma` the
+/// new VMA the core is setting up.
+pub(crate) unsafe fn map(uctx: *mut sys::ib_ucontext, vma: *mut sys::vm_area_struct) -> Result {
+    // SAFETY: per the caller.
     let entry = unsafe { sys::rdma_user_mmap_entry_get(uctx, vma) };
     if entry.is_null() {
-        return EINVAL.to_errno();
+        return Err(EINVAL);
     }
     // SAFETY: entries of this ucontext are `MmapEntry`s (type invariant),
     // alive while we hold the reference `_get` took.
     let e = unsafe { &*entry.cast::<MmapEntry>() };
     // SAFETY: `vma` is valid.
     let len = unsafe { sys::rroce_helper_vma_len(vma) } as usize;
-    if len > e.size {
-        // SAFETY: drops the reference taken above.
-        unsafe { sys::rdma_user_mmap_entry_put(entry) };
-        return EINVAL.to_errno();
-    }
-    // SAFETY: `e.buf` is `vmalloc_user` memory of `e.size >= len` bytes.
-    let err = unsafe { sys::rroce_helper_remap_vmalloc(vma, e.buf.cast()) };
-    if err != 0 {
-        // SAFETY: drops the reference taken above.
-        unsafe { sys::rdma_user_mmap_entry_put(entry) };
-        return err;
-    }
+    let err = if len > e.size {
+        EINVAL.to_errno()
+    } else {
+        // SAFETY: `e.buf` is `vmalloc_user` memory of `e.size >= len` bytes.
+        unsafe { sys::rroce_helper_remap_vmalloc(vma, e.buf.cast()) }
+    };
     // The mapped pages hold their own references (see the module docs);
     // the entry reference was only needed while mapping.
     // SAFETY: drops the reference taken above.
     unsafe { sys::rdma_user_mmap_entry_put(entry) };
-    0
+    if err != 0 {
+        return Err(Error::from_errno(err));
+    }
+    Ok(())
 }

@@ -3,5 +3,13 @@
 //! Glue to the kernel's RDMA core: raw bindings and the small safe
 //! abstractions rroce builds on them.
 
+pub(crate) mod ibcq;
 pub(crate) mod mmap;
 pub(crate) mod sys;
+pub(crate) mod work;
+
+/// The kernel's `IS_ERR()`: whether a pointer the kernel returned encodes
+/// an errno (the last page of the address space).
+pub(crate) fn is_err_ptr<T>(p: *const T) -> bool {
+    (p as usize) >= (-4095isize) as usize
+}

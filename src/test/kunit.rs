@@ -109,7 +109,7 @@ selftest_suite!(
 #[kunit_tests(rroce_device)]
 mod device {
     use super::run;
-    use crate::device::selftest as t;
+    use crate::dev::selftest as t;
     use kernel::prelude::*;
 
     #[test]

@@ -33,7 +33,7 @@ use crate::{
     abi,
     completion::{Completion, WcOpcode, WcStatus},
     cq::{Kind, RroceCq},
-    device::RroceDev,
+    dev::RroceDev,
     engine::{
         psn::Psn,
         rc::{responder::AtomicReplay, window::Window},

@@ -203,7 +203,7 @@ impl TestDev {
         // SAFETY: `init_net`'s loopback netdev lives as long as the kernel;
         // the name is NUL-terminated.
         let dev = unsafe {
-            crate::device::add_device(
+            crate::link::add_device(
                 c"rroce_kunit".as_char_ptr(),
                 sys::rroce_helper_init_net_loopback(),
             )

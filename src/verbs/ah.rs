@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The AH verbs (`crate::ah` holds the AH itself).
+
+use kernel::{ffi::c_int, prelude::*};
+
+use super::{to_c, Udata};
+use crate::{
+    ah::{av_from_attr, RroceAh},
+    rdma::sys,
+};
+
+/// The `create_ah` and `create_user_ah` ops.
+///
+/// # Safety
+///
+/// The [ops contract](super).
+pub(super) unsafe extern "C" fn create_ah(
+    ibah: *mut sys::ib_ah,
+    init: *mut sys::rdma_ah_init_attr,
+    udata: *mut sys::ib_udata,
+) -> c_int {
+    // SAFETY: the ops contract.
+    let udata = unsafe { Udata::new(udata) };
+    // SAFETY: the ops contract: valid attributes, an AH of our size.
+    to_c(unsafe { create(ibah, init, udata) })
+}
+
+/// # Safety
+///
+/// `ibah` is an AH being created on an rroce device, allocated with
+/// `RroceAh`'s size; `init` is valid with referenced GID attributes.
+unsafe fn create(ibah: *mut sys::ib_ah, init: *mut sys::rdma_ah_init_attr, udata: Udata) -> Result {
+    // SAFETY: valid per the caller.
+    let av = unsafe { av_from_attr((*init).ah_attr)? };
+    // `struct rxe_create_ah_resp { __u32 ah_num; __u32 reserved; }`
+    let respond = |num: u32| {
+        if udata.outlen() < 8 {
+            return Ok(());
+        }
+        let mut resp = [0u8; 8];
+        resp[..4].copy_from_slice(&num.to_ne_bytes());
+        udata.respond(&resp)
+    };
+    // SAFETY: per the caller; a user call runs in process context.
+    unsafe { RroceAh::create(ibah, av, udata.is_user(), respond) }
+}
+
+/// The `destroy_ah` op.
+///
+/// # Safety
+///
+/// The [ops contract](super).
+pub(super) unsafe extern "C" fn destroy_ah(ibah: *mut sys::ib_ah, flags: u32) -> c_int {
+    let sleepable = flags & sys::rdma_destroy_ah_flags_RDMA_DESTROY_AH_SLEEPABLE != 0;
+    // SAFETY: the ops contract: one of our AHs, created successfully.
+    to_c(unsafe { RroceAh::destroy(ibah, sleepable) })
+}
