@@ -187,7 +187,9 @@ impl RroceDev {
         }
     }
 
-    /// Releases what [`RroceDev::install`] installed (`dealloc_driver`).
+    /// Releases what [`RroceDev::install`] installed (`dealloc_driver`),
+    /// returning the namespace key for the caller to give back to
+    /// `net::put` (0 if none was taken).
     ///
     /// # Safety
     ///
@@ -195,17 +197,16 @@ impl RroceDev {
     /// gone and no packet can find it. Called once; the core frees the
     /// memory afterwards. Zeroed tables (a failed `add_device`) are empty
     /// and drop as no-ops.
-    pub(crate) unsafe fn release(ibdev: *mut sys::ib_device) {
+    #[must_use]
+    pub(crate) unsafe fn release(ibdev: *mut sys::ib_device) -> usize {
         let rdev = ibdev.cast::<RroceDev>();
         // SAFETY: exclusively ours per the caller.
         unsafe {
-            if (*rdev).net != 0 {
-                crate::net::put((*rdev).net);
-                (*rdev).net = 0;
-            }
+            let net = core::mem::replace(&mut (*rdev).net, 0);
             core::ptr::drop_in_place(core::ptr::addr_of_mut!((*rdev).mrs));
             core::ptr::drop_in_place(core::ptr::addr_of_mut!((*rdev).qps));
             core::ptr::drop_in_place(core::ptr::addr_of_mut!((*rdev).ahs));
+            net
         }
     }
 

@@ -353,7 +353,10 @@ unsafe extern "C" fn dealloc_driver(ibdev: *mut sys::ib_device) {
     }
     // SAFETY: ours and no longer used by anyone: every object is gone and
     // no packet can find the device (it left the registry above).
-    unsafe { RroceDev::release(ibdev) };
+    let net = unsafe { RroceDev::release(ibdev) };
+    if net != 0 {
+        crate::net::put(net);
+    }
 }
 
 /// The `get_netdev` op: the netdev bound to port 1, referenced, or null
