@@ -101,6 +101,9 @@ else
 	ok
 fi
 
+step "module without CONFIG_KUNIT: no test code, no warnings"
+if scripts/check-nokunit.sh; then ok; else bad "module without CONFIG_KUNIT"; fi
+
 step "userspace samples"
 if make -s samples; then ok; else bad samples-build; fi
 

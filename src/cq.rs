@@ -295,7 +295,8 @@ impl CqState {
     }
 
     /// Waits until no callback is queued or running (a dispatcher that
-    /// defers a callback runs it before it finishes).
+    /// defers a callback runs it before it finishes). Tests use it.
+    #[cfg(CONFIG_KUNIT)]
     pub(crate) fn flush_callbacks(&self) {
         self.work.flush();
     }
