@@ -8,7 +8,7 @@
  * therefore byte-for-byte the structure of <rdma/rdma_user_rxe.h> (and, for
  * the CQE, struct ib_uverbs_wc of <rdma/ib_user_verbs.h>) under an rroce_
  * name. scripts/check-uapi.sh proves it with _Static_assert against the
- * installed rxe header; tests/abi_layout.rs proves that src/abi.rs (the Rust
+ * installed rxe header; tests/abi_layout.rs proves that src/abi/ (the Rust
  * mirror compiled into the kernel module) agrees with this file.
  *
  * Reading guide. Each field's comment says who writes it and who may trust
@@ -440,7 +440,7 @@ struct rroce_cqe {
 #define RROCE_WC_WITH_INV		(1U << 3)
 
 /*
- * Device limits, as query_device/query_port report them (src/device.rs) and
+ * Device limits, as query_device/query_port report them (src/verbs/mod.rs) and
  * as rroce enforces them.
  */
 #define RROCE_MAX_QP			0x10000		/* QPs per device */
