@@ -54,7 +54,7 @@ use crate::{
     ah::AddressVector,
     device::{limits, RroceDev},
     engine::ring::{offset, Consumer, Layout, Producer},
-    net::Skb,
+    net::skb::Skb,
     rdma::{mmap::QueueBuf, sys},
     transport::{self, Ctx, Req, Resp, RespQueue, SendOp},
 };

@@ -40,7 +40,7 @@ use crate::{
         wire::{self, Bth, Headers, Opcode},
     },
     mr::{self, AccessError, SgeError, SgeList},
-    net,
+    net::skb,
     qp::{QpInner, QpState},
     rdma::sys,
 };
@@ -252,7 +252,7 @@ impl Ctx<'_> {
             self.inner.attrs.av.map(|a| a.network),
             Some(crate::ah::NetworkType::Ipv6)
         );
-        let Some(mut skb) = net::alloc(self.ndev, ipv6, total) else {
+        let Some(mut skb) = skb::alloc(self.ndev, ipv6, total) else {
             return Ok(false);
         };
         let buf = skb.buf();
