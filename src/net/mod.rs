@@ -18,7 +18,7 @@
 //! there, then `ip_local_out` sends it.
 
 pub(crate) mod skb;
-pub(crate) mod sock;
+mod sock;
 
 pub(crate) use skb::net_of;
 pub(crate) use sock::{get, init, put};
