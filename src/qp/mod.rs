@@ -635,13 +635,7 @@ impl QpState {
     /// inside the RCU read-side section `guard`.
     fn ctx<'a>(&'a self, inner: &'a mut QpInner, guard: &'a rcu::Guard) -> Ctx<'a> {
         let dev = self.dev();
-        Ctx {
-            qp: &self.fixed,
-            inner: &mut inner.t,
-            dev,
-            ndev: dev.netdev(guard),
-            rcu: guard,
-        }
+        Ctx::new(&self.fixed, &mut inner.t, dev, dev.netdev(guard), guard)
     }
 
     /// The `modify_qp` verb, after [`check_modify`]: moves the QP through

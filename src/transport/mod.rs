@@ -209,11 +209,32 @@ fn timeout_us(timeout: u8) -> Option<u64> {
 /// One QP's transport, entered with the QP lock held: what the QP fixed
 /// at create, and the transport's part of what the lock protects.
 pub(crate) struct Ctx<'a> {
-    pub(crate) qp: &'a QpFixed,
-    pub(crate) inner: &'a mut TransportState,
-    pub(crate) dev: &'a RroceDev,
-    pub(crate) ndev: *mut sys::net_device,
-    pub(crate) rcu: &'a rcu::Guard,
+    qp: &'a QpFixed,
+    inner: &'a mut TransportState,
+    dev: &'a RroceDev,
+    ndev: *mut sys::net_device,
+    rcu: &'a rcu::Guard,
+}
+
+impl<'a> Ctx<'a> {
+    /// The transport of the QP whose fixed part is `qp` and whose locked
+    /// part is `inner`, on `dev` (whose netdev is `ndev`, null if none),
+    /// inside the RCU read-side section `rcu`.
+    pub(crate) fn new(
+        qp: &'a QpFixed,
+        inner: &'a mut TransportState,
+        dev: &'a RroceDev,
+        ndev: *mut sys::net_device,
+        rcu: &'a rcu::Guard,
+    ) -> Self {
+        Ctx {
+            qp,
+            inner,
+            dev,
+            ndev,
+            rcu,
+        }
+    }
 }
 
 impl SgeError {
