@@ -21,7 +21,7 @@ use crate::{
         icrc::{self, ICRC_LEN},
         wire::{self, Direction, Transport},
     },
-    net::Received,
+    net::skb::Received,
     qp::QpState,
     rdma::sys,
 };

@@ -10,14 +10,15 @@
 //!
 //! Received packets arrive in softirq context through the tunnel's
 //! `encap_rcv` (`sock.rs`); they are linearized and handed to the receive
-//! path (`crate::recv`) as a [`Received`] packet. Outgoing packets are built
+//! path (`crate::recv`) as a [`Received`] packet (`skb.rs`, so that the
+//! receive path names only the skb layer). Outgoing packets are built
 //! by the transport into an skb that has room for the IP and UDP headers
 //! (`skb.rs`), which the C helper pushes after the route lookup (as
 //! rdma_rxe's `prepare4/6`); the ICRC is computed over the final packet
 //! there, then `ip_local_out` sends it.
 
-mod skb;
+pub(crate) mod skb;
 mod sock;
 
-pub(crate) use skb::{alloc, Skb};
-pub(crate) use sock::{get, init, net_of, put, Received};
+pub(crate) use skb::net_of;
+pub(crate) use sock::{get, init, put};

@@ -109,3 +109,54 @@ pub(crate) fn alloc(ndev: *mut sys::net_device, ipv6: bool, len: usize) -> Optio
     // INVARIANT: the helper put `len` bytes at `data`, owned with the skb.
     Some(Skb(skb, data, len))
 }
+
+/// A received packet, from its IP header to its tail, and the netdev it
+/// arrived on, for as long as the tunnel's receive callback runs.
+///
+/// # Invariants
+///
+/// `ndev` is the live netdev the packet arrived on (softirq context, for
+/// `'a`).
+pub(crate) struct Received<'a> {
+    pkt: &'a [u8],
+    ndev: *mut sys::net_device,
+}
+
+impl<'a> Received<'a> {
+    /// The packet `pkt` that arrived on `ndev`.
+    ///
+    /// # Safety
+    ///
+    /// `ndev` is the live netdev the packet arrived on, for `'a`.
+    pub(super) unsafe fn new(pkt: &'a [u8], ndev: *mut sys::net_device) -> Self {
+        // INVARIANT: per the caller.
+        Received { pkt, ndev }
+    }
+
+    /// The linear packet from the IP header to the tail (which may hold
+    /// padding after the UDP payload).
+    pub(crate) fn bytes(&self) -> &'a [u8] {
+        self.pkt
+    }
+
+    /// The receiving netdev.
+    pub(crate) fn netdev(&self) -> *mut sys::net_device {
+        self.ndev
+    }
+
+    /// The receiving netdev's namespace key (see [`net_of`]).
+    pub(crate) fn net(&self) -> usize {
+        // SAFETY: the receiving netdev is live (type invariant).
+        unsafe { net_of(self.ndev) }
+    }
+}
+
+/// The namespace key `net::sock::put` takes for `ndev`.
+///
+/// # Safety
+///
+/// `ndev` is a live netdev.
+pub(crate) unsafe fn net_of(ndev: *mut sys::net_device) -> usize {
+    // SAFETY: live per the caller.
+    unsafe { sys::rroce_helper_dev_net(ndev) as usize }
+}

@@ -7,39 +7,8 @@ use core::ptr::{null_mut, NonNull};
 
 use kernel::{ffi::c_int, prelude::*};
 
-use super::Skb;
+use super::skb::{Received, Skb};
 use crate::rdma::sys;
-
-/// A received packet, from its IP header to its tail, and the netdev it
-/// arrived on, for as long as the tunnel's receive callback runs.
-///
-/// # Invariants
-///
-/// `ndev` is the live netdev the packet arrived on (softirq context, for
-/// `'a`).
-pub(crate) struct Received<'a> {
-    pkt: &'a [u8],
-    ndev: *mut sys::net_device,
-}
-
-impl<'a> Received<'a> {
-    /// The linear packet from the IP header to the tail (which may hold
-    /// padding after the UDP payload).
-    pub(crate) fn bytes(&self) -> &'a [u8] {
-        self.pkt
-    }
-
-    /// The receiving netdev.
-    pub(crate) fn netdev(&self) -> *mut sys::net_device {
-        self.ndev
-    }
-
-    /// The receiving netdev's namespace key (see [`net_of`]).
-    pub(crate) fn net(&self) -> usize {
-        // SAFETY: the receiving netdev is live (type invariant).
-        unsafe { net_of(self.ndev) }
-    }
-}
 
 /// The UDP sockets of one network namespace.
 ///
@@ -103,8 +72,10 @@ fn receive(skb: &Skb) {
     // SAFETY: the linear packet from the network header to the tail,
     // owned with the skb, which outlives this borrow.
     let pkt = unsafe { core::slice::from_raw_parts(l3, l3_len as usize) };
-    // INVARIANT: the netdev the packet arrived on, live in softirq context.
-    crate::recv::receive(&Received { pkt, ndev });
+    // SAFETY: the netdev the packet arrived on, live in softirq context
+    // while this callback runs.
+    let rx = unsafe { Received::new(pkt, ndev) };
+    crate::recv::receive(&rx);
 }
 
 /// Takes a reference on the sockets of `ndev`'s namespace, creating them
@@ -181,14 +152,4 @@ pub(crate) fn put(net: usize) {
             sys::rroce_helper_synchronize_rcu();
         }
     }
-}
-
-/// The namespace key [`put`] takes for `ndev`.
-///
-/// # Safety
-///
-/// `ndev` is a live netdev.
-pub(crate) unsafe fn net_of(ndev: *mut sys::net_device) -> usize {
-    // SAFETY: live per the caller.
-    unsafe { sys::rroce_helper_dev_net(ndev) as usize }
 }

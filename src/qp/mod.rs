@@ -29,6 +29,11 @@
 //! only allocated at create and freed at destroy. Packets are built under
 //! the lock and sent after it is dropped, in order (`flush_tx`).
 //!
+//! The transport owns the types of what it works on
+//! (`crate::transport::QpFixed`, `TransportState`, `QpAttrs`); the QP
+//! object embeds them (`QpState::fixed`, `QpInner::t`) and lends them to
+//! the transport as a `Ctx`, so calls point one way: QP to transport.
+//!
 //! The `ib_device_ops` entry points are in `crate::verbs::qp`; they turn
 //! the core's raw pointers into the types used here. `post.rs` encodes a
 //! kernel consumer's work requests, `tx.rs` runs the send queue and sends
@@ -54,9 +59,8 @@ use crate::{
     ah::AddressVector,
     dev::{limits, RroceDev},
     engine::ring::{offset, Consumer, Layout, Producer},
-    net::Skb,
     rdma::{mmap::QueueBuf, sys},
-    transport::{self, Ctx, Req, Resp, RespQueue, SendOp},
+    transport::{self, Ctx, QpAttrs, QpFixed, Req, Resp, RespQueue, SendOp, TransportState},
 };
 
 pub(crate) use post::{RecvWr, Remote, SendWr, WrList};
@@ -84,99 +88,47 @@ unsafe fn new_ring(
     Ok((buf, Consumer::new(layout), layout))
 }
 
-/// The attributes `modify_qp` sets, as validated copies.
-#[derive(Clone, Copy, Default)]
-pub(crate) struct QpAttrs {
-    pub(crate) path_mtu: sys::ib_mtu,
-    pub(crate) qkey: u32,
-    pub(crate) rq_psn: u32,
-    pub(crate) sq_psn: u32,
-    pub(crate) dest_qpn: u32,
-    pub(crate) access: u32,
-    pub(crate) pkey_index: u16,
-    pub(crate) port: u32,
-    pub(crate) max_rd_atomic: u8,
-    pub(crate) max_dest_rd_atomic: u8,
-    pub(crate) min_rnr_timer: u8,
-    pub(crate) timeout: u8,
-    pub(crate) retry_cnt: u8,
-    pub(crate) rnr_retry: u8,
-    pub(crate) av: Option<AddressVector>,
-}
-
 /// What the QP lock protects.
 pub(crate) struct QpInner {
-    pub(crate) state: sys::ib_qp_state,
-    pub(crate) attrs: QpAttrs,
+    /// The transport's part: the IB state, the attributes, the ring
+    /// consumers, the requester and responder, the packets to send.
+    pub(crate) t: TransportState,
     /// Caps reported at create (the rounded-up ones).
     cap: sys::ib_qp_cap,
-    /// Consumer side of the send and receive rings.
-    pub(crate) sq: Consumer,
-    pub(crate) rq: Consumer,
     /// Producer side of both rings, used by kernel QPs (`post_send` and
     /// `post_recv` with work requests); a user QP's process produces.
     sq_prod: Producer,
     rq_prod: Producer,
-    pub(crate) req: Req,
-    pub(crate) resp: Resp,
-    /// Responses not yet built (see `RespQueue`).
-    pub(crate) resp_q: RespQueue,
-    /// Validated send WQEs, one per ring slot.
-    pub(crate) ops: KVVec<SendOp>,
-    /// Kernel copies of the send ring's slots (`sq_elem` bytes each).
-    pub(crate) sq_shadow: KVVec<u8>,
-    /// Kernel copy of the receive WQE being filled.
-    pub(crate) rq_shadow: KVVec<u8>,
-    /// Packets to send once the lock is dropped.
-    pub(crate) tx: KVec<Skb>,
     /// Datagrams (each with its own address) left to the work item by a
     /// poster that had interrupts off.
     ud_tx: KVec<transport::Datagram>,
-    /// Path MTU in bytes (RTR onwards).
-    pub(crate) mtu: u32,
     /// UDP source port (from the QP numbers, for ECMP entropy).
     sport: u16,
     /// Set by `destroy_qp`: the transport no longer touches the QP.
     dead: bool,
 }
 
-/// A QP's state, shared with the transport.
+/// A QP's state: the transport's parts (`fixed`, and `inner.t` under the
+/// lock) and what only the QP object uses.
 ///
 /// # Invariants
 ///
-/// `dev`, `pd`, `send_cq` and `recv_cq` are the QP's device, PD and CQs,
-/// which outlive it (the RDMA core holds use counts on them). `timer` is
-/// null or a timer whose callback receives this state, shut down before
-/// the state is freed.
+/// `dev` is the QP's device, which outlives it (the RDMA core holds a use
+/// count on it). `fixed.timer` is null or a timer whose callback receives
+/// this state, shut down before the state is freed.
 #[pin_data]
 pub(crate) struct QpState {
     #[pin]
     pub(crate) inner: SpinLockIrq<QpInner>,
     qp_type: sys::ib_qp_type,
-    pub(crate) qpn: u32,
     dev: *const RroceDev,
-    pub(crate) pd: *mut sys::ib_pd,
-    pub(crate) send_cq: *mut sys::ib_cq,
-    pub(crate) recv_cq: *mut sys::ib_cq,
-    pub(crate) sig_all: bool,
-    /// The core's QP (for kernel completions' `ib_wc::qp`).
-    pub(crate) ibqp: *mut sys::ib_qp,
-    /// A kernel consumer's QP: its rings are not mapped anywhere, work
-    /// requests come through `post_send`/`post_recv`, and its SGEs may use
-    /// the PD's DMA MR.
-    pub(crate) kernel: bool,
-    pub(crate) sq_buf: QueueBuf,
-    pub(crate) rq_buf: Option<QueueBuf>,
-    pub(crate) sq_elem: usize,
-    pub(crate) rq_elem: usize,
-    pub(crate) sq_max_sge: u32,
-    pub(crate) sq_max_inline: u32,
-    pub(crate) rq_max_sge: u32,
-    pub(crate) timer: *mut sys::rroce_timer,
-    /// Someone is sending the packets in `QpInner::tx`.
+    /// What the transport reads and nobody changes after create.
+    pub(crate) fixed: QpFixed,
+    /// Someone is sending the packets in `TransportState::tx`.
     tx_busy: AtomicBool,
-    /// Sends what softirq context left in `QpInner::tx` (initialized once
-    /// the state is pinned, cancelled before it is freed).
+    /// Sends what softirq context left in `TransportState::tx`
+    /// (initialized once the state is pinned, cancelled before it is
+    /// freed).
     tx_work: UnsafeCell<sys::work_struct>,
 }
 
@@ -417,44 +369,50 @@ fn new_state(
     pin_init!(QpState {
         inner <- new_spinlock_irq!(
             QpInner {
-                state: sys::ib_qp_state_IB_QPS_RESET,
-                attrs: QpAttrs::default(),
+                t: TransportState {
+                    state: sys::ib_qp_state_IB_QPS_RESET,
+                    attrs: QpAttrs::default(),
+                    sq: r.sq,
+                    rq: r.rq,
+                    req: Req::default(),
+                    resp: Resp::default(),
+                    resp_q: r.resp_q,
+                    ops: r.ops,
+                    sq_shadow: r.sq_shadow,
+                    rq_shadow: r.rq_shadow,
+                    tx: KVec::new(),
+                    mtu: 256,
+                },
                 cap,
-                sq: r.sq,
-                rq: r.rq,
                 sq_prod: Producer::new(r.sq_layout),
                 rq_prod: Producer::new(r.rq_layout),
-                req: Req::default(),
-                resp: Resp::default(),
-                resp_q: r.resp_q,
-                ops: r.ops,
-                sq_shadow: r.sq_shadow,
-                rq_shadow: r.rq_shadow,
-                tx: KVec::new(),
                 ud_tx: KVec::new(),
-                mtu: 256,
                 sport: 0,
                 dead: false,
             },
             "rroce::qp"
         ),
         qp_type,
-        qpn,
         dev,
-        pd,
-        send_cq,
-        recv_cq,
-        sig_all,
-        ibqp,
-        kernel,
-        sq_buf: r.sq_buf,
-        rq_buf: Some(r.rq_buf),
-        sq_elem,
-        rq_elem,
-        sq_max_sge: r.max_sge,
-        sq_max_inline: r.max_inline,
-        rq_max_sge: r.rq_max_sge,
-        timer: core::ptr::null_mut(),
+        // INVARIANT: the PD, CQs and `ib_qp` the core gave this QP, which
+        // it keeps alive; no timer yet.
+        fixed: QpFixed {
+            qpn,
+            pd,
+            send_cq,
+            recv_cq,
+            sig_all,
+            ibqp,
+            kernel,
+            sq_buf: r.sq_buf,
+            rq_buf: Some(r.rq_buf),
+            sq_elem,
+            rq_elem,
+            sq_max_sge: r.max_sge,
+            sq_max_inline: r.max_inline,
+            rq_max_sge: r.rq_max_sge,
+            timer: core::ptr::null_mut(),
+        },
         tx_busy: AtomicBool::new(false),
         // SAFETY: an all-zero work_struct is a valid placeholder until
         // `INIT_WORK` in `tx::start`.
@@ -677,13 +635,7 @@ impl QpState {
     /// inside the RCU read-side section `guard`.
     fn ctx<'a>(&'a self, inner: &'a mut QpInner, guard: &'a rcu::Guard) -> Ctx<'a> {
         let dev = self.dev();
-        Ctx {
-            qp: self,
-            inner,
-            dev,
-            ndev: dev.netdev(guard),
-            rcu: guard,
-        }
+        Ctx::new(&self.fixed, &mut inner.t, dev, dev.netdev(guard), guard)
     }
 
     /// The `modify_qp` verb, after [`check_modify`]: moves the QP through
@@ -702,7 +654,7 @@ impl QpState {
         let cur = if mask_has(mask, sys::ib_qp_attr_mask_IB_QP_CUR_STATE) {
             attr.cur_qp_state
         } else {
-            inner.state
+            inner.t.state
         };
         let new = if mask_has(mask, sys::ib_qp_attr_mask_IB_QP_STATE) {
             attr.qp_state
@@ -713,12 +665,12 @@ impl QpState {
         if !unsafe { sys::ib_modify_qp_is_ok(cur, new, self.qp_type, mask) } {
             return Err(EINVAL);
         }
-        inner.attrs.apply(attr, mask, av);
-        let old = inner.state;
+        inner.t.attrs.apply(attr, mask, av);
+        let old = inner.t.state;
         if new == sys::ib_qp_state_IB_QPS_RTR && old != new {
             self.enter_rtr(&mut inner)?;
         }
-        inner.state = new;
+        inner.t.state = new;
         let guard = rcu::read_lock();
         self.ctx(&mut inner, &guard).on_state_change(old, new);
         drop(inner);
@@ -729,7 +681,7 @@ impl QpState {
     /// Fixes what a QP entering RTR sends with: its MTU in bytes and its
     /// UDP source port.
     fn enter_rtr(&self, inner: &mut QpInner) -> Result {
-        if self.qp_type == sys::ib_qp_type_IB_QPT_RC && inner.attrs.av.is_none() {
+        if self.qp_type == sys::ib_qp_type_IB_QPT_RC && inner.t.attrs.av.is_none() {
             return Err(EINVAL);
         }
         let dev_mtu = self.dev().active_mtu();
@@ -737,10 +689,10 @@ impl QpState {
         let path_mtu = if self.is_ud() {
             dev_mtu
         } else {
-            inner.attrs.path_mtu
+            inner.t.attrs.path_mtu
         };
-        inner.mtu = transport::mtu_bytes(path_mtu.min(dev_mtu).max(sys::ib_mtu_IB_MTU_256));
-        let h = (self.qpn ^ inner.attrs.dest_qpn).wrapping_mul(0x9e37_79b9);
+        inner.t.mtu = transport::mtu_bytes(path_mtu.min(dev_mtu).max(sys::ib_mtu_IB_MTU_256));
+        let h = (self.fixed.qpn ^ inner.t.attrs.dest_qpn).wrapping_mul(0x9e37_79b9);
         inner.sport = 0xc000 | ((h >> 16) as u16 & 0x3fff);
         Ok(())
     }
@@ -748,9 +700,9 @@ impl QpState {
     /// The `query_qp` verb: fills `attr` and `init`.
     pub(crate) fn query(&self, attr: &mut sys::ib_qp_attr, init: &mut sys::ib_qp_init_attr) {
         let inner = self.inner.lock();
-        let a = &inner.attrs;
-        attr.qp_state = inner.state;
-        attr.cur_qp_state = inner.state;
+        let a = &inner.t.attrs;
+        attr.qp_state = inner.t.state;
+        attr.cur_qp_state = inner.t.state;
         attr.path_mtu = a.path_mtu;
         attr.qkey = a.qkey;
         attr.rq_psn = a.rq_psn;
@@ -794,14 +746,14 @@ pub(crate) fn fail_qps_on_cq(dev: &RroceDev, ibcq: *mut sys::ib_cq) {
         let Some(state) = dev.qps.get(qpn, &guard) else {
             continue;
         };
-        if state.send_cq != ibcq && state.recv_cq != ibcq {
+        if state.fixed.send_cq != ibcq && state.fixed.recv_cq != ibcq {
             continue;
         }
         let mut inner = state.inner.lock();
-        if !inner.dead && inner.state != sys::ib_qp_state_IB_QPS_ERR {
+        if !inner.dead && inner.t.state != sys::ib_qp_state_IB_QPS_ERR {
             pr_debug!(
                 "qp {}: its CQ overran, moving to the error state\n",
-                state.qpn
+                state.fixed.qpn
             );
             state.ctx(&mut inner, &guard).enter_error();
         }

@@ -86,14 +86,16 @@ impl QpState {
     pub(crate) fn doorbell(&self) -> Result {
         let guard = rcu::read_lock();
         let mut inner = self.inner.lock();
-        if inner.state < sys::ib_qp_state_IB_QPS_RTS && inner.state != sys::ib_qp_state_IB_QPS_ERR {
+        if inner.t.state < sys::ib_qp_state_IB_QPS_RTS
+            && inner.t.state != sys::ib_qp_state_IB_QPS_ERR
+        {
             // Posting before RTS is an immediate error (IB; NDKPI's
             // ND_CONNECTION_INVALID): the provider has already published the
             // WQEs, so they are discarded here, never run and never
             // completed; the QP stays usable. (rdma_rxe refuses the doorbell
             // but leaves them queued, and runs them once the QP reaches RTS.)
-            if let Ok(n) = inner.sq.available(&self.sq_buf) {
-                let _ = inner.sq.advance_by(n, &self.sq_buf);
+            if let Ok(n) = inner.t.sq.available(&self.fixed.sq_buf) {
+                let _ = inner.t.sq.advance_by(n, &self.fixed.sq_buf);
             }
             return Err(EINVAL);
         }
@@ -109,13 +111,15 @@ impl QpState {
         let guard = rcu::read_lock();
         let mut inner = self.inner.lock();
         let mut err = Ok(());
-        if inner.state < sys::ib_qp_state_IB_QPS_RTS && inner.state != sys::ib_qp_state_IB_QPS_ERR {
+        if inner.t.state < sys::ib_qp_state_IB_QPS_RTS
+            && inner.t.state != sys::ib_qp_state_IB_QPS_ERR
+        {
             // Posting below RTS is an immediate error; nothing is queued.
             err = Err(EINVAL);
         }
         if self.is_ud()
-            && inner.state != sys::ib_qp_state_IB_QPS_RTS
-            && inner.state != sys::ib_qp_state_IB_QPS_ERR
+            && inner.t.state != sys::ib_qp_state_IB_QPS_RTS
+            && inner.t.state != sys::ib_qp_state_IB_QPS_ERR
         {
             // A kernel UD WQE holds the consumer's AH, valid only during
             // this call: it must be sent (RTS) or flushed (ERR) now.
@@ -142,7 +146,7 @@ impl QpState {
         let guard = rcu::read_lock();
         let mut inner = self.inner.lock();
         let mut err = Ok(());
-        if !self.kernel || inner.state == sys::ib_qp_state_IB_QPS_RESET {
+        if !self.fixed.kernel || inner.t.state == sys::ib_qp_state_IB_QPS_RESET {
             err = Err(EINVAL);
         }
         while err.is_ok() {
@@ -154,7 +158,7 @@ impl QpState {
                 list.advance();
             }
         }
-        if inner.state == sys::ib_qp_state_IB_QPS_ERR {
+        if inner.t.state == sys::ib_qp_state_IB_QPS_ERR {
             // Receives posted to a QP in error complete flushed at once.
             self.ctx(&mut inner, &guard).flush_rq();
         }
@@ -245,17 +249,17 @@ impl QpState {
                 | sys::ib_wr_opcode_IB_WR_ATOMIC_FETCH_AND_ADD
         );
         if (inline && (is_atomic || w.opcode == sys::ib_wr_opcode_IB_WR_RDMA_READ))
-            || (!inline && num_sge > self.sq_max_sge)
+            || (!inline && num_sge > self.fixed.sq_max_sge)
         {
             return Err(EINVAL);
         }
         let sges = w.sges;
         let total = kernel_sge_total(sges)?;
-        if inline && total > self.sq_max_inline {
+        if inline && total > self.fixed.sq_max_inline {
             return Err(EINVAL);
         }
         // SAFETY: a kernel QP's ring; the caller holds the QP lock.
-        let (slot, elem) = unsafe { kernel_slot(&mut inner.sq_prod, &self.sq_buf)? };
+        let (slot, elem) = unsafe { kernel_slot(&mut inner.sq_prod, &self.fixed.sq_buf)? };
         let wqe = a::SendWqe {
             wr: a::SendWr {
                 wr_id: w.wr_id,
@@ -289,16 +293,19 @@ impl QpState {
         } else {
             encode_kernel_sges(elem, a::SEND_WQE_HEADER_SIZE, sges)?;
         }
-        inner.sq_prod.commit(slot, &self.sq_buf).map_err(|_| EINVAL)
+        inner
+            .sq_prod
+            .commit(slot, &self.fixed.sq_buf)
+            .map_err(|_| EINVAL)
     }
 
     /// Encodes one kernel receive work request into the receive ring (the
     /// caller holds the QP lock, `inner`).
     fn write_recv_wqe(&self, inner: &mut QpInner, w: &RecvWr<'_>) -> Result {
         use crate::abi as a;
-        let rq_buf = self.rq_buf.as_ref().ok_or(EINVAL)?;
+        let rq_buf = self.fixed.rq_buf.as_ref().ok_or(EINVAL)?;
         let num_sge = u32::try_from(w.num_sge).map_err(|_| EINVAL)?;
-        if num_sge > self.rq_max_sge {
+        if num_sge > self.fixed.rq_max_sge {
             return Err(EINVAL);
         }
         let sges = w.sges;

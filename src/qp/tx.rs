@@ -38,7 +38,7 @@ pub(super) unsafe fn start(raw: *mut QpState) -> Result {
     // SAFETY: not shared yet; the state is pinned, so the work item keeps
     // its address.
     unsafe {
-        (*raw).timer = timer;
+        (*raw).fixed.timer = timer;
         sys::rroce_helper_init_work((*raw).tx_work.get(), Some(tx_work_fn));
     }
     Ok(())
@@ -55,7 +55,7 @@ pub(super) unsafe fn stop(st: &QpState) {
     // QP in `start`, the work item initialized there, both shut down once
     // (caller).
     unsafe {
-        sys::rroce_helper_timer_free(st.timer);
+        sys::rroce_helper_timer_free(st.fixed.timer);
         sys::rroce_helper_cancel_work_sync(st.tx_work.get());
     }
 }
@@ -120,7 +120,7 @@ impl QpState {
         }
         let counters = &self.dev().counters;
         let sport = {
-            let h = self.qpn.wrapping_mul(0x9e37_79b9);
+            let h = self.fixed.qpn.wrapping_mul(0x9e37_79b9);
             0xc000 | ((h >> 16) as u16 & 0x3fff)
         };
         for (skb, av) in out {
@@ -153,14 +153,18 @@ impl QpState {
             loop {
                 let (batch, av, sport) = {
                     let mut inner = self.inner.lock();
-                    if inner.tx.is_empty() {
+                    if inner.t.tx.is_empty() {
                         break;
                     }
                     if budget == 0 {
                         deferred = true;
                         break;
                     }
-                    (core::mem::take(&mut inner.tx), inner.attrs.av, inner.sport)
+                    (
+                        core::mem::take(&mut inner.t.tx),
+                        inner.t.attrs.av,
+                        inner.sport,
+                    )
                 };
                 let counters = &self.dev().counters;
                 let mut rest = KVec::new();
@@ -181,16 +185,16 @@ impl QpState {
                 }
                 if !rest.is_empty() {
                     let mut inner = self.inner.lock();
-                    for skb in inner.tx.drain_all() {
+                    for skb in inner.t.tx.drain_all() {
                         let _ = rest.push(skb, GFP_ATOMIC);
                     }
-                    inner.tx = rest;
+                    inner.t.tx = rest;
                 }
             }
             self.tx_busy.store(false, Ordering::Release);
             let (more_tx, more_resp) = {
                 let inner = self.inner.lock();
-                (!inner.tx.is_empty(), !inner.resp_q.is_empty())
+                (!inner.t.tx.is_empty(), !inner.t.resp_q.is_empty())
             };
             // READ responses still to build: the work item does it.
             if deferred || more_resp {
@@ -233,7 +237,7 @@ unsafe extern "C" fn tx_work_fn(work: *mut sys::work_struct) {
             let mut inner = state.inner.lock();
             if ndev.is_null() || inner.dead {
                 // The netdev or the QP is going away: nothing more is sent.
-                drop(core::mem::take(&mut inner.tx));
+                drop(core::mem::take(&mut inner.t.tx));
                 drop(core::mem::take(&mut inner.ud_tx));
                 return;
             }
@@ -245,7 +249,7 @@ unsafe extern "C" fn tx_work_fn(work: *mut sys::work_struct) {
         state.send_datagrams(datagrams);
         state.flush_tx();
         let inner = state.inner.lock();
-        if inner.resp_q.is_empty() && inner.tx.is_empty() && inner.ud_tx.is_empty() {
+        if inner.t.resp_q.is_empty() && inner.t.tx.is_empty() && inner.ud_tx.is_empty() {
             return;
         }
     }

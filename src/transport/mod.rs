@@ -9,7 +9,8 @@
 //!
 //! Everything read from the process's rings is copied into kernel memory
 //! before it is validated and used: a send WQE into the QP's shadow slot
-//! (`QpInner::sq_shadow`), a receive WQE into `QpInner::rq_shadow`.
+//! (`TransportState::sq_shadow`), a receive WQE into
+//! `TransportState::rq_shadow`.
 //!
 //! Requester: WQEs are fetched in order, segmented at the path MTU, given
 //! PSNs and sent while the window (`engine::rc::window`: 128 packets,
@@ -24,7 +25,9 @@
 //!
 //! One file per role: `req` (requester), `comp` (completer), `resp`
 //! (responder), `ud` (datagrams), `flush` (error state and state changes);
-//! this file holds the per-QP state, packet building and CQE posting they
+//! `state` holds the part of a QP the transport owns (the QP object in
+//! `crate::qp` embeds it; the transport never names the QP object); this
+//! file holds the per-role state, packet building and CQE posting they
 //! share.
 
 use kernel::{prelude::*, sync::rcu};
@@ -40,8 +43,7 @@ use crate::{
         wire::{self, Bth, Headers, Opcode},
     },
     mr::{self, AccessError, SgeError, SgeList},
-    net,
-    qp::{QpInner, QpState},
+    net::skb,
     rdma::sys,
 };
 
@@ -49,9 +51,11 @@ mod comp;
 mod flush;
 mod req;
 mod resp;
+mod state;
 mod ud;
 
 pub(crate) use resp::RespQueue;
+pub(crate) use state::{QpAttrs, QpFixed, TransportState};
 pub(crate) use ud::Datagram;
 
 /// `IB_SEND_FENCE`, `IB_SEND_SIGNALED`, `IB_SEND_SOLICITED`, `IB_SEND_INLINE`.
@@ -202,13 +206,35 @@ fn timeout_us(timeout: u8) -> Option<u64> {
     (timeout != 0).then(|| (4096u64 << timeout.min(31)) / 1000)
 }
 
-/// One RC QP's transport, entered with the QP lock held.
+/// One QP's transport, entered with the QP lock held: what the QP fixed
+/// at create, and the transport's part of what the lock protects.
 pub(crate) struct Ctx<'a> {
-    pub(crate) qp: &'a QpState,
-    pub(crate) inner: &'a mut QpInner,
-    pub(crate) dev: &'a RroceDev,
-    pub(crate) ndev: *mut sys::net_device,
-    pub(crate) rcu: &'a rcu::Guard,
+    qp: &'a QpFixed,
+    inner: &'a mut TransportState,
+    dev: &'a RroceDev,
+    ndev: *mut sys::net_device,
+    rcu: &'a rcu::Guard,
+}
+
+impl<'a> Ctx<'a> {
+    /// The transport of the QP whose fixed part is `qp` and whose locked
+    /// part is `inner`, on `dev` (whose netdev is `ndev`, null if none),
+    /// inside the RCU read-side section `rcu`.
+    pub(crate) fn new(
+        qp: &'a QpFixed,
+        inner: &'a mut TransportState,
+        dev: &'a RroceDev,
+        ndev: *mut sys::net_device,
+        rcu: &'a rcu::Guard,
+    ) -> Self {
+        Ctx {
+            qp,
+            inner,
+            dev,
+            ndev,
+            rcu,
+        }
+    }
 }
 
 impl SgeError {
@@ -252,7 +278,7 @@ impl Ctx<'_> {
             self.inner.attrs.av.map(|a| a.network),
             Some(crate::ah::NetworkType::Ipv6)
         );
-        let Some(mut skb) = net::alloc(self.ndev, ipv6, total) else {
+        let Some(mut skb) = skb::alloc(self.ndev, ipv6, total) else {
             return Ok(false);
         };
         let buf = skb.buf();

@@ -15,12 +15,12 @@ use crate::{
         wire::{self, Bth, Headers, ImmDt, Opcode},
     },
     mr::AccessError,
-    net,
+    net::skb::{self, Skb},
     rdma::sys,
 };
 
 /// A datagram built under the QP lock, sent after it is dropped.
-pub(crate) type Datagram = (net::Skb, crate::ah::AddressVector);
+pub(crate) type Datagram = (Skb, crate::ah::AddressVector);
 
 impl Ctx<'_> {
     /// The UD requester: every fetched WQE becomes one datagram to the AH
@@ -119,7 +119,7 @@ impl Ctx<'_> {
         let total = wire::packet_len(opcode, len).ok_or(WcStatus::LocLenErr)?;
         let ipv6 = av.network == crate::ah::NetworkType::Ipv6;
         // Without memory the datagram is lost, as on the wire.
-        let mut skb = net::alloc(self.ndev, ipv6, total).ok_or(WcStatus::Success)?;
+        let mut skb = skb::alloc(self.ndev, ipv6, total).ok_or(WcStatus::Success)?;
         let buf = skb.buf();
         let hdr = wire::build_headers(&h, len, buf).map_err(|_| WcStatus::LocQpOpErr)?;
         let (payload, rest) = buf

@@ -159,8 +159,8 @@ pub(crate) unsafe extern "C" fn post_send(
 ) -> c_int {
     // SAFETY: the core passes a live QP of ours.
     let state = unsafe { RroceQp::state(ibqp) };
-    if !wr.is_null() || state.kernel {
-        if !state.kernel {
+    if !wr.is_null() || state.fixed.kernel {
+        if !state.fixed.kernel {
             // A user QP's work requests are in its mapped ring.
             // SAFETY: `bad_wr` is the core's output pointer.
             return unsafe { post_result(Err(EINVAL), bad_wr, wr) };

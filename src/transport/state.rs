@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The part of a QP the transport owns: the attributes `modify_qp` sets,
+//! what the QP fixes at create ([`QpFixed`]) and the lock-protected state
+//! the requester, completer and responder work on ([`TransportState`]).
+//!
+//! `crate::qp` embeds both in its QP object (`QpState::fixed`, the lock's
+//! `QpInner::t`) and hands them to the transport as a `Ctx`; the transport
+//! itself never names the QP object, so calls point one way, from the QP
+//! to the transport.
+//!
+//! What each role uses (besides `attrs`, `state` and `qpn`):
+//!
+//! - requester (`req.rs`): the send ring (`sq`, `sq_buf`, `sq_elem`, the
+//!   SGE and inline caps), `ops`, `sq_shadow`, `req`, the timer;
+//! - completer (`comp.rs`): `req` and the timer, retiring WQEs into
+//!   `send_cq` through the shared CQE posting;
+//! - responder (`resp.rs`): the receive ring (`rq`, `rq_buf`, `rq_elem`,
+//!   `rq_max_sge`), `rq_shadow`, `resp`, `resp_q`, `pd`, `recv_cq`;
+//! - UD (`ud.rs`): `rq_shadow`, `rq_elem`, `pd`, `kernel`;
+//! - error state (`flush.rs`): both rings' completions, `req`, `resp`,
+//!   `resp_q`, the timer.
+
+use kernel::prelude::*;
+
+use super::{Req, Resp, RespQueue, SendOp};
+use crate::{
+    ah::AddressVector,
+    engine::ring::Consumer,
+    net::skb::Skb,
+    rdma::{mmap::QueueBuf, sys},
+};
+
+/// The attributes `modify_qp` sets, as validated copies.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct QpAttrs {
+    pub(crate) path_mtu: sys::ib_mtu,
+    pub(crate) qkey: u32,
+    pub(crate) rq_psn: u32,
+    pub(crate) sq_psn: u32,
+    pub(crate) dest_qpn: u32,
+    pub(crate) access: u32,
+    pub(crate) pkey_index: u16,
+    pub(crate) port: u32,
+    pub(crate) max_rd_atomic: u8,
+    pub(crate) max_dest_rd_atomic: u8,
+    pub(crate) min_rnr_timer: u8,
+    pub(crate) timeout: u8,
+    pub(crate) retry_cnt: u8,
+    pub(crate) rnr_retry: u8,
+    pub(crate) av: Option<AddressVector>,
+}
+
+/// What the transport reads of a QP and nobody changes after create
+/// (`timer`: after the QP is started, before it is published).
+///
+/// # Invariants
+///
+/// `pd`, `send_cq` and `recv_cq` are the QP's PD and CQs, and `ibqp` the
+/// core's QP, all of which outlive this value (the RDMA core holds use
+/// counts on them). `timer` is null or a timer whose callback receives
+/// the QP, shut down before the QP is freed.
+pub(crate) struct QpFixed {
+    pub(crate) qpn: u32,
+    pub(crate) pd: *mut sys::ib_pd,
+    pub(crate) send_cq: *mut sys::ib_cq,
+    pub(crate) recv_cq: *mut sys::ib_cq,
+    pub(crate) sig_all: bool,
+    /// The core's QP (for kernel completions' `ib_wc::qp`).
+    pub(crate) ibqp: *mut sys::ib_qp,
+    /// A kernel consumer's QP: its rings are not mapped anywhere, work
+    /// requests come through `post_send`/`post_recv`, and its SGEs may use
+    /// the PD's DMA MR.
+    pub(crate) kernel: bool,
+    pub(crate) sq_buf: QueueBuf,
+    pub(crate) rq_buf: Option<QueueBuf>,
+    pub(crate) sq_elem: usize,
+    pub(crate) rq_elem: usize,
+    pub(crate) sq_max_sge: u32,
+    pub(crate) sq_max_inline: u32,
+    pub(crate) rq_max_sge: u32,
+    pub(crate) timer: *mut sys::rroce_timer,
+}
+
+/// The transport's part of what the QP lock protects.
+pub(crate) struct TransportState {
+    /// The IB state (`modify_qp`, or the transport entering ERR).
+    pub(crate) state: sys::ib_qp_state,
+    pub(crate) attrs: QpAttrs,
+    /// Consumer side of the send and receive rings.
+    pub(crate) sq: Consumer,
+    pub(crate) rq: Consumer,
+    pub(crate) req: Req,
+    pub(crate) resp: Resp,
+    /// Responses not yet built (see `RespQueue`).
+    pub(crate) resp_q: RespQueue,
+    /// Validated send WQEs, one per ring slot.
+    pub(crate) ops: KVVec<SendOp>,
+    /// Kernel copies of the send ring's slots (`sq_elem` bytes each).
+    pub(crate) sq_shadow: KVVec<u8>,
+    /// Kernel copy of the receive WQE being filled.
+    pub(crate) rq_shadow: KVVec<u8>,
+    /// Packets to send once the lock is dropped.
+    pub(crate) tx: KVec<Skb>,
+    /// Path MTU in bytes (RTR onwards).
+    pub(crate) mtu: u32,
+}
