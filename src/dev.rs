@@ -12,7 +12,10 @@ use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, Ordering};
 
 use kernel::prelude::*;
 
-use crate::{engine::index::IndexAllocator, rdma::sys, table::RcuTable};
+use crate::{
+    engine::index::IndexAllocator,
+    rdma::{rcu_table::RcuTable, sys},
+};
 
 /// QP numbers are allocator indices (from 1) plus the two special QPs.
 const FIRST_QPN_SLOTS: usize = 3;
@@ -61,7 +64,7 @@ pub(crate) struct RroceDev {
     pub(crate) mr_ids: IndexAllocator<{ limits::ID_WORDS }>,
     /// QP numbers, offset by the two special QPs.
     pub(crate) qp_ids: IndexAllocator<{ limits::QP_ID_WORDS }>,
-    /// MRs by index, for the transport (see `crate::table`).
+    /// MRs by index, for the transport (see `crate::rdma::rcu_table`).
     pub(crate) mrs: RcuTable<crate::mr::RroceMr>,
     /// QPs by number, for the transport.
     pub(crate) qps: RcuTable<crate::qp::QpState>,

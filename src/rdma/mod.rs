@@ -5,6 +5,7 @@
 
 pub(crate) mod ibcq;
 pub(crate) mod mmap;
+pub(crate) mod rcu_table;
 pub(crate) mod sys;
 pub(crate) mod work;
 
