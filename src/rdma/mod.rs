@@ -4,6 +4,7 @@
 //! abstractions rroce builds on them.
 
 pub(crate) mod ibcq;
+pub(crate) mod mem;
 pub(crate) mod mmap;
 pub(crate) mod rcu_table;
 pub(crate) mod sys;
