@@ -3,6 +3,7 @@
 //! Glue to the kernel's RDMA core: raw bindings and the small safe
 //! abstractions rroce builds on them.
 
+pub(crate) mod ah_attr;
 pub(crate) mod ibcq;
 pub(crate) mod mem;
 pub(crate) mod mmap;
