@@ -31,6 +31,14 @@
 //! posted from softirq context). Nothing is allocated, freed or called out
 //! under it; resize allocates the new ring first and frees the old one
 //! after unlocking.
+//!
+//! # Unsafe code
+//!
+//! Ring memory is reached only through `QueueBuf`'s checked copies and the
+//! ucontext only through `UserCtx` (both `crate::rdma::mmap`). What is left
+//! here: the two work item functions, which the workqueue calls with a
+//! pointer into a `CqState`, and `RroceCq`'s casts from the core's `ib_cq`,
+//! which the transport uses too; the KUnit checks build fake CQs.
 
 use core::{
     mem::{offset_of, size_of, MaybeUninit},

@@ -7,6 +7,11 @@
 //! size, zeroed) and frees it after `dealloc_driver`; `crate::link` creates,
 //! registers and finds devices, the verbs (`crate::verbs`) reach them from
 //! the core's objects with [`RroceDev::from_ib`].
+//!
+//! The `unsafe` left here is that cast from the core's `ib_device` (and the
+//! writes to the device `init`, `install` and `release` make while the core
+//! holds it for rroce alone): `RroceDev` is the device, so only it can say
+//! how its memory is laid out.
 
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, Ordering};
 
