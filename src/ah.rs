@@ -10,17 +10,27 @@
 //! context (kernel AHs without `RDMA_CREATE_AH_SLEEPABLE`), so it neither
 //! sleeps nor allocates.
 //!
-//! The AH verbs are in `crate::verbs::ah`.
+//! The AH verbs are in `crate::verbs::ah`, which turn the core's pointers
+//! into `&RroceAh` and its attributes into [`AhAttr`]. The one `unsafe`
+//! left is [`RroceAh::kernel_av`]: a kernel consumer's send WR names its
+//! AH by the core's pointer, which the UD transport hands over.
 
 use kernel::{prelude::*, sync::rcu};
 
-use crate::{dev::RroceDev, rdma::sys};
+use crate::{
+    dev::RroceDev,
+    rdma::{ah_attr::AhAttr, sys},
+};
 
 /// How the packets of an AH are encapsulated.
+///
+/// `repr(u8)` with `Ipv4 = 0`, so that all-zero bytes are a valid value
+/// (see [`RroceAh`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
 pub(crate) enum NetworkType {
     /// RoCEv2 over IPv4 (the GID is an IPv4-mapped IPv6 address).
-    Ipv4,
+    Ipv4 = 0,
     /// RoCEv2 over IPv6.
     Ipv6,
 }
@@ -37,6 +47,8 @@ impl NetworkType {
 }
 
 /// The address vector of an AH, copied out of the core's attributes.
+///
+/// All-zero bytes are a valid value: integers and a [`NetworkType`].
 #[derive(Clone, Copy, Debug)]
 #[expect(dead_code, reason = "read by the UD transport, which is not there yet")]
 pub(crate) struct AddressVector {
@@ -55,13 +67,16 @@ pub(crate) struct AddressVector {
 ///
 /// # Invariants
 ///
-/// `ibah` is first, so the core's `*mut ib_ah` is a `*mut RroceAh`. `num`
-/// is 0 until `create_ah` succeeds and then the AH's allocated number.
+/// `ibah` is first, so the core's `*mut ib_ah` is a `*mut RroceAh`. Every
+/// `RroceAh` is allocated zeroed by the core (`rdma_zalloc_drv_obj`) and
+/// freed by it after `destroy_ah` returns; rroce never makes one. `num` is
+/// 0 until [`Self::create`] succeeds and then the AH's allocated number;
+/// `av` is the address vector from then on.
 #[repr(C)]
 pub(crate) struct RroceAh {
     ibah: sys::ib_ah,
     num: u32,
-    av: core::mem::MaybeUninit<AddressVector>,
+    av: AddressVector,
 }
 
 impl RroceAh {
@@ -77,8 +92,13 @@ impl RroceAh {
         if ah.ibah.pd != pd || ah.num != num {
             return None;
         }
-        // SAFETY: `av` is written before the AH is published in the table.
-        Some(unsafe { ah.av.assume_init_read() })
+        // `av` is written before the AH is published in the table.
+        Some(ah.av)
+    }
+
+    /// The address vector of the AH, if it is on `pd`.
+    fn av_on(&self, pd: *mut sys::ib_pd) -> Option<AddressVector> {
+        (self.ibah.pd == pd).then_some(self.av)
     }
 
     /// The address vector of a kernel consumer's AH, if it is on `pd`.
@@ -90,87 +110,71 @@ impl RroceAh {
         ibah: *mut sys::ib_ah,
         pd: *mut sys::ib_pd,
     ) -> Option<AddressVector> {
-        // SAFETY: per the caller: a created rroce AH, `av` written.
-        let ah = unsafe { &*ibah.cast::<RroceAh>() };
-        if ah.ibah.pd != pd {
-            return None;
-        }
-        // SAFETY: as above.
-        Some(unsafe { ah.av.assume_init_read() })
+        // SAFETY: per the caller: a created rroce AH (type invariant).
+        unsafe { &*ibah.cast::<RroceAh>() }.av_on(pd)
+    }
+
+    /// The device the AH is on (`ib_ah.device`).
+    pub(crate) fn device(&self) -> *mut sys::ib_device {
+        self.ibah.device
     }
 }
 
-/// Copies and validates the core's attributes: RoCE needs a GRH with a
-/// resolved source GID entry.
-///
-/// # Safety
-///
-/// `attr` points at valid attributes whose `sgid_attr` (if non-null) is
-/// referenced for the duration of the call.
-pub(crate) unsafe fn av_from_attr(attr: *const sys::rdma_ah_attr) -> Result<AddressVector> {
-    // SAFETY: valid per the caller.
-    let a = unsafe { &*attr };
+/// Validates the core's attributes, copied out by the verbs: RoCE needs a
+/// GRH with a resolved source GID entry.
+pub(crate) fn av_from_attr(a: &AhAttr) -> Result<AddressVector> {
     if a.type_ != sys::rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_ROCE
-        || u32::from(a.ah_flags) & sys::ib_ah_flags_IB_AH_GRH == 0
-        || a.grh.sgid_attr.is_null()
+        || a.ah_flags & sys::ib_ah_flags_IB_AH_GRH == 0
     {
         return Err(EINVAL);
     }
-    // SAFETY: the union members are plain bytes; `sgid_attr` is referenced.
-    let (dgid, dmac, sgid, gid_type) = unsafe {
-        (
-            a.grh.dgid.raw,
-            a.__bindgen_anon_1.roce.dmac,
-            (*a.grh.sgid_attr).gid.raw,
-            (*a.grh.sgid_attr).gid_type,
-        )
+    let Some((sgid, gid_type)) = a.sgid else {
+        return Err(EINVAL);
     };
     if gid_type != sys::ib_gid_type_IB_GID_TYPE_ROCE_UDP_ENCAP {
         // rroce speaks RoCEv2 only.
         return Err(EINVAL);
     }
     Ok(AddressVector {
-        dgid,
+        dgid: a.dgid,
         sgid,
-        dmac,
-        sgid_index: a.grh.sgid_index,
-        hop_limit: a.grh.hop_limit,
-        traffic_class: a.grh.traffic_class,
-        flow_label: a.grh.flow_label,
+        dmac: a.dmac,
+        sgid_index: a.sgid_index,
+        hop_limit: a.hop_limit,
+        traffic_class: a.traffic_class,
+        flow_label: a.flow_label,
         sl: a.sl,
         network: NetworkType::of_gid(&sgid),
     })
 }
 
 impl RroceAh {
-    /// `create_ah`: numbers the AH and records `av`. A user AH (`user`) is
-    /// published for UD sends, which name it by number, and `respond`
-    /// gives the number to the caller; if that fails, nothing is left
-    /// behind.
-    ///
-    /// # Safety
-    ///
-    /// `ibah` is an AH being created on an rroce device, allocated by the
-    /// core with `RroceAh`'s size; process context if `user`.
-    pub(crate) unsafe fn create(
-        ibah: *mut sys::ib_ah,
+    /// `create_ah` on `dev`: numbers the AH and records `av`. A user AH
+    /// (`user`, process context) is published for UD sends, which name it
+    /// by number, and `respond` gives the number to the caller; if that
+    /// fails, nothing is left behind.
+    pub(crate) fn create(
+        &mut self,
+        dev: &RroceDev,
         av: AddressVector,
         user: bool,
         respond: impl FnOnce(u32) -> Result,
     ) -> Result {
-        // SAFETY: the AH belongs to one of our devices.
-        let dev = unsafe { RroceDev::from_ib((*ibah).device) };
         let num = dev.ah_ids.alloc().map_err(|_| ENOMEM)?;
-        // SAFETY: the core allocated `ibah` with our size (type invariant).
-        let ah = unsafe { &mut *ibah.cast::<RroceAh>() };
-        ah.av.write(av);
-        ah.num = num;
+        self.av = av;
+        self.num = num;
         if user {
-            // UD sends of this process name the AH by number.
-            if dev.ahs.set(num as usize, core::ptr::from_ref(ah)).is_err() {
+            // UD sends of this process name the AH by number. The core
+            // frees the AH only after `destroy_ah`, which unpublishes it
+            // and waits for a grace period (type invariant).
+            if dev
+                .ahs
+                .set(num as usize, core::ptr::from_ref(self))
+                .is_err()
+            {
                 // Not published: nothing can have read it.
                 let _ = dev.ah_ids.free(num);
-                ah.num = 0;
+                self.num = 0;
                 return Err(ENOMEM);
             }
             if let Err(e) = respond(num) {
@@ -180,26 +184,20 @@ impl RroceAh {
                 dev.ahs.clear(num as usize);
                 rcu::synchronize_rcu();
                 let _ = dev.ah_ids.free(num);
-                ah.num = 0;
+                self.num = 0;
                 return Err(e);
             }
         }
         Ok(())
     }
 
-    /// `destroy_ah`. A user AH may still be read by UD sends: it is
-    /// unpublished and a grace period waited for, which needs a `sleepable`
-    /// caller (else `EBUSY`).
-    ///
-    /// # Safety
-    ///
-    /// `ibah` is an rroce AH that was created successfully, after its last
-    /// use by the core.
-    pub(crate) unsafe fn destroy(ibah: *mut sys::ib_ah, sleepable: bool) -> Result {
-        let ah = ibah.cast::<RroceAh>();
-        // SAFETY: per the caller; UD senders may read it concurrently
-        // (shared), so it is only read here until they are gone.
-        let (dev, num) = unsafe { (RroceDev::from_ib((*ibah).device), (*ah).num) };
+    /// `destroy_ah` on `dev`. A user AH may still be read by UD sends: it
+    /// is unpublished and a grace period waited for, which needs a
+    /// `sleepable` caller (else `EBUSY`). UD senders may read the AH
+    /// concurrently, so it is only read here; on success the caller may
+    /// reset its number once no reader is left.
+    pub(crate) fn destroy(&self, dev: &RroceDev, sleepable: bool) -> Result {
+        let num = self.num;
         if dev.ahs.get(num as usize, &rcu::read_lock()).is_some() {
             // A user AH: UD sends may be reading it inside an RCU section;
             // the core frees it when we return.
@@ -214,9 +212,11 @@ impl RroceAh {
         if dev.ah_ids.free(num).is_err() {
             pr_warn!("destroying AH {} that was not allocated\n", num);
         }
-        // SAFETY: no reader is left (grace period above); the core owns the
-        // memory until we return.
-        unsafe { (*ah).num = 0 };
         Ok(())
+    }
+
+    /// Resets the number of a destroyed AH.
+    pub(crate) fn forget(&mut self) {
+        self.num = 0;
     }
 }

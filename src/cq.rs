@@ -31,6 +31,14 @@
 //! posted from softirq context). Nothing is allocated, freed or called out
 //! under it; resize allocates the new ring first and frees the old one
 //! after unlocking.
+//!
+//! # Unsafe code
+//!
+//! Ring memory is reached only through `QueueBuf`'s checked copies and the
+//! ucontext only through `UserCtx` (both `crate::rdma::mmap`). What is left
+//! here: the two work item functions, which the workqueue calls with a
+//! pointer into a `CqState`, and `RroceCq`'s casts from the core's `ib_cq`,
+//! which the transport uses too; the KUnit checks build fake CQs.
 
 use core::{
     mem::{offset_of, size_of, MaybeUninit},
@@ -48,7 +56,7 @@ use crate::{
     },
     rdma::{
         ibcq::IbCq,
-        mmap::{MmapInfo, QueueBuf},
+        mmap::{MmapInfo, QueueBuf, UserCtx},
         sys,
         work::{self, Work},
     },
@@ -138,19 +146,15 @@ fn notify_err(e: NotifyError) -> Error {
     }
 }
 
-/// Allocates a ring buffer for `entries` entries and writes its header.
-///
-/// # Safety
-///
-/// `uctx` is null (kernel CQ) or the live ucontext of the calling process.
-unsafe fn new_ring(
+/// Allocates a ring buffer for `entries` entries and writes its header;
+/// mappable by the process of `uctx` (`None`: a kernel CQ).
+fn new_ring(
     entries: u32,
     entry_size: usize,
-    uctx: *mut sys::ib_ucontext,
+    uctx: Option<&UserCtx<'_>>,
 ) -> Result<(QueueBuf, Layout)> {
     let layout = Layout::new(entries, entry_size).map_err(ring_err)?;
-    // SAFETY: forwarded from the caller.
-    let buf = unsafe { QueueBuf::new(layout.total_bytes(), uctx)? };
+    let buf = QueueBuf::alloc(layout.total_bytes(), uctx)?;
     // The provider reads these from the mapped header; the kernel never
     // reads them back.
     buf.header_word(offset::LOG2_ELEM_SIZE)
@@ -164,27 +168,22 @@ unsafe fn new_ring(
 impl CqState {
     /// A CQ of at least `entries` entries whose callbacks go to `ibcq`'s
     /// `comp_handler` on `vector`'s CPU, and which applies `on_overrun` to
-    /// its QPs when it overruns.
-    ///
-    /// # Safety
-    ///
-    /// `ibcq` stays valid until the returned state is dropped; `uctx` is
-    /// null for a kernel CQ or the creating process's live ucontext.
-    pub(crate) unsafe fn new(
-        ibcq: *mut sys::ib_cq,
+    /// its QPs when it overruns; mapped by the process of `uctx` (`None`: a
+    /// kernel CQ).
+    pub(crate) fn new(
+        ibcq: IbCq,
         entries: u32,
         vector: u32,
-        uctx: *mut sys::ib_ucontext,
+        uctx: Option<&UserCtx<'_>>,
         on_overrun: OverrunHook,
     ) -> Result<Pin<KBox<CqState>>> {
-        let user = !uctx.is_null();
+        let user = uctx.is_some();
         let entry_size = if user {
             USER_CQE_SIZE
         } else {
             size_of::<sys::ib_wc>()
         };
-        // SAFETY: forwarded from the caller.
-        let (buf, layout) = unsafe { new_ring(entries, entry_size, uctx)? };
+        let (buf, layout) = new_ring(entries, entry_size, uctx)?;
         let state = KBox::pin_init(
             pin_init!(CqState {
                 inner <- new_spinlock_irq!(
@@ -195,8 +194,7 @@ impl CqState {
                     },
                     "rroce::cq"
                 ),
-                // SAFETY: `ibcq` outlives the state, per the caller.
-                ibcq: unsafe { IbCq::new(ibcq) },
+                ibcq,
                 user,
                 entry_size,
                 vector,
@@ -239,17 +237,14 @@ impl CqState {
             inner.notify.check_postable().map_err(notify_err)?;
             match inner.ring.reserve(&inner.buf) {
                 Ok(slot) => {
-                    // SAFETY: the slot lies inside the buffer (type
-                    // invariant of `CqInner`) and holds `elem_size >=
-                    // entry_size >= entry.len()` bytes; the consumer does not
-                    // read it before the release store in `commit`.
-                    unsafe {
-                        core::ptr::copy_nonoverlapping(
-                            entry.as_ptr(),
-                            inner.buf.at(slot.offset()),
-                            entry.len(),
-                        )
-                    };
+                    // The slot lies inside the buffer (type invariant of
+                    // `CqInner`) and holds `elem_size >= entry_size >=
+                    // entry.len()` bytes; the consumer does not read it
+                    // before the release store in `commit`.
+                    inner
+                        .buf
+                        .write_at(slot.offset(), entry)
+                        .map_err(|_| EINVAL)?;
                     inner.ring.commit(slot, &inner.buf).map_err(ring_err)?;
                     let a = inner
                         .notify
@@ -444,12 +439,9 @@ pub(crate) fn check_cqe(cqe: u32) -> Result {
 
 impl CqState {
     /// Moves every unconsumed entry into a new ring of at least `entries`
-    /// entries; on failure nothing changes.
-    ///
-    /// # Safety
-    ///
-    /// `uctx` is null for a kernel CQ, else the owning process's ucontext.
-    pub(crate) unsafe fn resize(&self, entries: u32, uctx: *mut sys::ib_ucontext) -> Result<u32> {
+    /// entries, mapped by the process of `uctx` (`None` for a kernel CQ, else
+    /// the owning process's); on failure nothing changes.
+    pub(crate) fn resize(&self, entries: u32, uctx: Option<&UserCtx<'_>>) -> Result<u32> {
         check_cqe(entries)?;
         {
             let mut guard = self.inner.lock();
@@ -460,8 +452,7 @@ impl CqState {
             }
         }
         // Allocate outside the lock.
-        // SAFETY: forwarded from the caller.
-        let (new_buf, new_layout) = unsafe { new_ring(entries, self.entry_size, uctx)? };
+        let (new_buf, new_layout) = new_ring(entries, self.entry_size, uctx)?;
         let old = {
             let mut guard = self.inner.lock();
             let inner = &mut *guard;
@@ -473,15 +464,11 @@ impl CqState {
                 .map_err(ring_err)?;
             for i in 0..plan.count() {
                 let (from, to) = plan.copy(i).ok_or(EINVAL)?;
-                // SAFETY: the plan's offsets lie inside their buffers, each
-                // slot holding `copy_len` bytes.
-                unsafe {
-                    core::ptr::copy_nonoverlapping(
-                        inner.buf.at(from),
-                        new_buf.at(to),
-                        plan.copy_len(),
-                    )
-                };
+                // The plan's offsets lie inside their buffers, each slot
+                // holding `copy_len` bytes.
+                new_buf
+                    .copy_from(to, &inner.buf, from, plan.copy_len())
+                    .map_err(|_| EINVAL)?;
             }
             new_layout
                 .init_indices(&new_buf, plan.count())
@@ -511,15 +498,11 @@ impl CqState {
         let mut cons = guard.buf.consumer_index().load_acquire() & layout.index_mask();
         let mut n = 0;
         while n < out.len() && cons != prod {
-            // SAFETY: kernel CQ slots hold `ib_wc`s written by `post`.
-            let wc = unsafe {
-                guard
-                    .buf
-                    .at(layout.slot_offset(cons))
-                    .cast::<sys::ib_wc>()
-                    .read_unaligned()
-            };
-            out[n].write(wc);
+            // Kernel CQ slots hold `ib_wc`s written by `post`.
+            guard
+                .buf
+                .read_at(layout.slot_offset(cons), &mut out[n])
+                .map_err(|_| EINVAL)?;
             cons = layout.next(cons);
             n += 1;
         }
@@ -533,7 +516,7 @@ impl CqState {
 #[cfg(CONFIG_KUNIT)]
 pub(crate) mod selftest {
     use super::{CqState, Kind};
-    use crate::rdma::sys;
+    use crate::rdma::{ibcq::IbCq, sys};
     use core::{
         ffi::c_void,
         sync::atomic::{AtomicI32, AtomicU32, Ordering},
@@ -585,9 +568,9 @@ pub(crate) mod selftest {
             .map_err(|_| "alloc")?;
         ibcq.comp_handler = Some(handler);
         let p: *mut sys::ib_cq = &mut *ibcq;
-        // SAFETY: `ibcq` outlives the state (callers drop the state first);
-        // kernel CQ.
-        let st = unsafe { CqState::new(p, entries, vector, core::ptr::null_mut(), no_qps) }
+        // SAFETY: `ibcq` outlives the state (callers drop the state first).
+        let ibcq_ref = unsafe { IbCq::new(p) };
+        let st = CqState::new(ibcq_ref, entries, vector, None, no_qps)
             .map_err(|_| "CqState::new failed")?;
         Ok((ibcq, st))
     }
@@ -771,12 +754,10 @@ pub(crate) mod selftest {
             .buf
             .header_word(crate::engine::ring::offset::CONSUMER_INDEX)
             .store(3, Ordering::Release);
-        // SAFETY: kernel CQ.
-        if unsafe { st.resize(3, core::ptr::null_mut()) }.is_ok() {
+        if st.resize(3, None).is_ok() {
             return Err("shrinking below the queued count succeeded");
         }
-        // SAFETY: kernel CQ.
-        let cap = unsafe { st.resize(100, core::ptr::null_mut()) }.map_err(|_| "grow failed")?;
+        let cap = st.resize(100, None).map_err(|_| "grow failed")?;
         if cap < 100 {
             return Err("grown CQ too small");
         }
@@ -785,8 +766,8 @@ pub(crate) mod selftest {
                 return Err("grow lost or reordered a completion");
             }
         }
-        // SAFETY: kernel CQ.
-        unsafe { st.resize(4, core::ptr::null_mut()) }.map_err(|_| "shrink to the count failed")?;
+        st.resize(4, None)
+            .map_err(|_| "shrink to the count failed")?;
         for i in 0..4u32 {
             if first(&st, i) != 3 + i as u8 {
                 return Err("shrink lost or reordered a completion");

@@ -7,12 +7,20 @@
 //! size, zeroed) and frees it after `dealloc_driver`; `crate::link` creates,
 //! registers and finds devices, the verbs (`crate::verbs`) reach them from
 //! the core's objects with [`RroceDev::from_ib`].
+//!
+//! The `unsafe` left here is that cast from the core's `ib_device` (and the
+//! writes to the device `init`, `install` and `release` make while the core
+//! holds it for rroce alone): `RroceDev` is the device, so only it can say
+//! how its memory is laid out.
 
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, Ordering};
 
 use kernel::prelude::*;
 
-use crate::{engine::index::IndexAllocator, rdma::sys, table::RcuTable};
+use crate::{
+    engine::index::IndexAllocator,
+    rdma::{rcu_table::RcuTable, sys},
+};
 
 /// QP numbers are allocator indices (from 1) plus the two special QPs.
 const FIRST_QPN_SLOTS: usize = 3;
@@ -61,7 +69,7 @@ pub(crate) struct RroceDev {
     pub(crate) mr_ids: IndexAllocator<{ limits::ID_WORDS }>,
     /// QP numbers, offset by the two special QPs.
     pub(crate) qp_ids: IndexAllocator<{ limits::QP_ID_WORDS }>,
-    /// MRs by index, for the transport (see `crate::table`).
+    /// MRs by index, for the transport (see `crate::rdma::rcu_table`).
     pub(crate) mrs: RcuTable<crate::mr::RroceMr>,
     /// QPs by number, for the transport.
     pub(crate) qps: RcuTable<crate::qp::QpState>,

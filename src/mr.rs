@@ -8,13 +8,22 @@
 //! from any context. Keys are `index << 8 | key byte`, as in rxe; the
 //! access flags are recorded here and enforced by the transport.
 //!
-//! The MR verbs are in `crate::verbs::mr`.
+//! The MR verbs are in `crate::verbs::mr`; the memory behind an MR is
+//! `crate::rdma::mem`. The only `unsafe` left here is `Send`/`Sync` for
+//! `RroceMr`, whose embedded `ib_mr` holds the core's raw pointers.
 
 use core::sync::atomic::{AtomicU32, Ordering};
 
 use kernel::prelude::*;
 
-use crate::{abi, dev::RroceDev, rdma::sys};
+use crate::{
+    abi,
+    dev::RroceDev,
+    rdma::{
+        mem::{KernelMem, Umem},
+        sys,
+    },
+};
 
 /// The access flags an MR may carry (`IB_ACCESS_*` that rroce implements).
 const SUPPORTED_ACCESS: u32 = sys::ib_access_flags_IB_ACCESS_LOCAL_WRITE
@@ -38,27 +47,32 @@ pub(crate) fn check_access(access: u32) -> Result {
     Ok(())
 }
 
+/// What an MR's addresses reach.
+pub(crate) enum Memory {
+    /// A DMA MR: kernel virtual addresses.
+    Kernel(KernelMem),
+    /// A user MR: the pinned pages of its range.
+    User(Umem),
+}
+
 /// rroce's MR, allocated by rroce (the core does not allocate MRs).
 ///
 /// # Invariants
 ///
 /// `ibmr` is first, so the core's `*mut ib_mr` for an rroce MR is a
-/// `*mut RroceMr` allocated by [`new_mr`] with `KBox`. `umem` is null for a
-/// DMA MR, else a pinned umem owned by this MR.
-/// `pages` lists the umem's pages in order (empty for a DMA MR);
-/// `page_off` is the offset of `iova` in the first page.
+/// `*mut RroceMr` allocated by [`new_mr`] with `KBox`. A user MR's `mem`
+/// covers `[ibmr.iova, ibmr.iova + ibmr.length)`.
 #[repr(C)]
 pub(crate) struct RroceMr {
     ibmr: sys::ib_mr,
-    umem: *mut sys::ib_umem,
+    mem: Memory,
     index: u32,
     access: u32,
-    pages: KVVec<*mut sys::page>,
-    page_off: usize,
 }
 
-// SAFETY: the MR is immutable after creation; its pages are pinned and may
-// be copied to and from in any context.
+// SAFETY: the MR is immutable after creation and its memory may be copied
+// to and from in any context (`Umem` and `KernelMem` are `Sync`); only the
+// core's `ib_mr` holds raw pointers, which rroce reads and never follows.
 unsafe impl Sync for RroceMr {}
 // SAFETY: as above.
 unsafe impl Send for RroceMr {}
@@ -73,6 +87,11 @@ pub(crate) enum AccessError {
 }
 
 impl RroceMr {
+    /// The core's part of the MR.
+    pub(crate) fn ibmr(&self) -> &sys::ib_mr {
+        &self.ibmr
+    }
+
     /// Checks that `[va, va + len)` lies in the MR, on `pd`, with every
     /// `need` access flag.
     pub(crate) fn check(
@@ -97,55 +116,29 @@ impl RroceMr {
         Ok(())
     }
 
-    /// Copies between `buf` and the MR at `va` (checked with [`Self::check`]
-    /// by the caller; re-checked against the page list here).
-    fn copy(&self, va: u64, buf: *mut u8, len: usize, to_mr: bool) -> Result<(), AccessError> {
-        if self.umem.is_null() {
-            // A DMA MR: `va` is a kernel virtual address (rroce registers
-            // its devices without a DMA device, so the core's DMA mapping
-            // of a kernel buffer is its virtual address). Only kernel
-            // consumers get DMA MRs, on kernel PDs that no user QP shares
-            // (`check` matched the PD); remote access to one exists only
-            // with the unsafe global rkey the consumer asked for.
-            let p = usize::try_from(va).map_err(|_| AccessError::Bounds)? as *mut u8;
-            // SAFETY: the kernel consumer owning the MR vouches for
-            // `[va, va + len)`; `buf` has `len` bytes (caller).
-            unsafe {
-                if to_mr {
-                    core::ptr::copy(buf, p, len);
-                } else {
-                    core::ptr::copy(p, buf, len);
-                }
-            }
-            return Ok(());
-        }
+    /// A user MR's byte offset of `va` (checked with [`Self::check`] by the
+    /// caller; the copy re-checks it against the page list).
+    fn offset(&self, va: u64) -> Result<usize, AccessError> {
         let start = va.checked_sub(self.ibmr.iova).ok_or(AccessError::Bounds)?;
-        let mut pos = usize::try_from(start).map_err(|_| AccessError::Bounds)? + self.page_off;
-        let mut done = 0usize;
-        const PAGE: usize = kernel::page::PAGE_SIZE;
-        while done < len {
-            let page = *self.pages.get(pos / PAGE).ok_or(AccessError::Bounds)?;
-            let off = pos % PAGE;
-            let n = (PAGE - off).min(len - done);
-            // SAFETY: `page` is pinned by the MR's umem; `off + n` stays in
-            // the page; `buf + done` has `n` bytes (caller).
-            unsafe {
-                sys::rroce_helper_page_copy(page, off as u32, buf.add(done).cast(), n as u32, to_mr)
-            };
-            done += n;
-            pos += n;
-        }
-        Ok(())
+        usize::try_from(start).map_err(|_| AccessError::Bounds)
     }
 
     /// Copies `data` into the MR at `va`.
     pub(crate) fn write(&self, va: u64, data: &[u8]) -> Result<(), AccessError> {
-        self.copy(va, data.as_ptr().cast_mut(), data.len(), true)
+        match &self.mem {
+            Memory::Kernel(k) => k.write(va, data),
+            Memory::User(u) => u.write(self.offset(va)?, data),
+        }
+        .map_err(|_| AccessError::Bounds)
     }
 
     /// Fills `buf` from the MR at `va`.
     pub(crate) fn read(&self, va: u64, buf: &mut [u8]) -> Result<(), AccessError> {
-        self.copy(va, buf.as_mut_ptr(), buf.len(), false)
+        match &self.mem {
+            Memory::Kernel(k) => k.read(va, buf),
+            Memory::User(u) => u.read(self.offset(va)?, buf),
+        }
+        .map_err(|_| AccessError::Bounds)
     }
 }
 
@@ -220,65 +213,35 @@ pub(crate) fn walk_sges(
 
 static KEY_SALT: AtomicU32 = AtomicU32::new(0);
 
-/// Allocates an MR on `pd`; returns a pointer for the core or an error.
-///
-/// # Safety
-///
-/// `pd` is a live PD of an rroce device; `umem` is null or a pinned umem
-/// whose ownership passes to the MR.
-pub(crate) unsafe fn new_mr(
+/// Allocates an MR on `pd` of `dev` over `mem`; returns a pointer for the
+/// core or an error (`mem` is dropped, a umem released, on error).
+pub(crate) fn new_mr(
+    dev: &RroceDev,
     pd: *mut sys::ib_pd,
     access: u32,
-    umem: *mut sys::ib_umem,
-    iova: u64,
-    length: u64,
+    mem: Memory,
+    (iova, length): (u64, u64),
     mr_type: sys::ib_mr_type,
 ) -> Result<*mut sys::ib_mr> {
-    // SAFETY: `pd` is live and belongs to one of our devices.
-    let dev = unsafe { RroceDev::from_ib((*pd).device) };
     let index = dev.mr_ids.alloc().map_err(|_| ENOMEM)?;
     // A key byte that changes between registrations of the same index.
     let key = (index << 8) | (KEY_SALT.fetch_add(1, Ordering::Relaxed) & 0xff);
-    // SAFETY: an all-zero `ib_mr` is valid; the core fills its bookkeeping.
-    let mut ibmr: sys::ib_mr = unsafe { core::mem::zeroed() };
-    ibmr.lkey = key;
-    ibmr.rkey = key;
-    ibmr.iova = iova;
-    ibmr.length = length;
-    ibmr.type_ = mr_type;
-    ibmr.pd = pd;
-    let mut pages = KVVec::new();
-    let mut page_off = 0;
-    if !umem.is_null() {
-        // SAFETY: `umem` is pinned and ours.
-        let n = unsafe { sys::rroce_helper_umem_num_pages(umem) } as usize;
-        // SAFETY: as above.
-        page_off = unsafe { sys::rroce_helper_umem_offset(umem) } as usize;
-        let filled = pages.reserve(n, GFP_KERNEL).map(|()| {
-            // SAFETY: room for `n` pointers; the helper writes at most
-            // `n` and returns how many.
-            unsafe {
-                let got = sys::rroce_helper_umem_pages(
-                    umem,
-                    pages.as_mut_ptr(),
-                    n as kernel::ffi::c_ulong,
-                ) as usize;
-                pages.inc_len(got.min(n));
-            }
-        });
-        if filled.is_err() {
-            let _ = dev.mr_ids.free(index);
-            return Err(ENOMEM);
-        }
-    }
+    // The rest all zero; the core fills its bookkeeping.
+    let ibmr = sys::ib_mr {
+        lkey: key,
+        rkey: key,
+        iova,
+        length,
+        type_: mr_type,
+        pd,
+        ..Default::default()
+    };
     let mr = match KBox::new(
         RroceMr {
             ibmr,
-            umem,
+            mem,
             index,
             access,
-            pages,
-            page_off,
         },
         GFP_KERNEL,
     ) {
@@ -298,28 +261,21 @@ pub(crate) unsafe fn new_mr(
     Ok(raw.cast())
 }
 
-/// Frees an MR (`dereg_mr`), once the transport can no longer reach it.
-///
-/// # Safety
-///
-/// `ibmr` is an rroce MR, after the core's last use of it; process context.
-pub(crate) unsafe fn dereg(ibmr: *mut sys::ib_mr) {
-    // SAFETY: every MR the core hands back was made by `new_mr` (type
-    // invariant); the core calls this once, after its last use.
-    let mr = unsafe { KBox::from_raw(ibmr.cast::<RroceMr>()) };
-    // SAFETY: the MR belongs to one of our devices.
-    let dev = unsafe { RroceDev::from_ib(mr.ibmr.device) };
-    // The transport may still hold it inside an RCU read-side section.
-    dev.mrs.clear(mr.index as usize);
-    kernel::sync::rcu::synchronize_rcu();
-    if !mr.umem.is_null() {
-        // SAFETY: owned by the MR (type invariant).
-        unsafe { sys::ib_umem_release(mr.umem) };
+impl RroceMr {
+    /// Frees an MR of `dev` (`dereg_mr`), once the transport can no longer
+    /// reach it: a user MR's umem is released before its index is.
+    /// Process context.
+    pub(crate) fn dereg(mr: KBox<Self>, dev: &RroceDev) {
+        // The transport may still hold it inside an RCU read-side section.
+        dev.mrs.clear(mr.index as usize);
+        kernel::sync::rcu::synchronize_rcu();
+        let index = mr.index;
+        // Releases the umem, if any.
+        drop(mr);
+        if dev.mr_ids.free(index).is_err() {
+            pr_warn!("MR index {} was not allocated\n", index);
+        }
     }
-    if dev.mr_ids.free(mr.index).is_err() {
-        pr_warn!("MR index {} was not allocated\n", mr.index);
-    }
-    let _ = mr.access;
 }
 
 /// Checks of the pure parts, run by KUnit.

@@ -22,7 +22,6 @@ mod qp;
 mod rdma;
 mod recv;
 mod registry;
-mod table;
 #[cfg(CONFIG_KUNIT)]
 mod test;
 mod transport;

@@ -27,6 +27,7 @@
 //! process still maps a ring (see `disassociate_ucontext`).
 
 use core::{
+    mem::MaybeUninit,
     ptr::{null_mut, NonNull},
     sync::atomic::AtomicU32,
 };
@@ -73,6 +74,32 @@ pub(crate) struct QueueBuf {
 unsafe impl Send for QueueBuf {}
 // SAFETY: as above; `&QueueBuf` only exposes the address and size.
 unsafe impl Sync for QueueBuf {}
+
+/// The ucontext of the process creating an object, for the duration of
+/// the verb (`'a`).
+///
+/// # Invariants
+///
+/// `ptr` is a live `ib_ucontext` for `'a`.
+pub(crate) struct UserCtx<'a> {
+    ptr: NonNull<sys::ib_ucontext>,
+    _life: core::marker::PhantomData<&'a sys::ib_ucontext>,
+}
+
+impl UserCtx<'_> {
+    /// The ucontext `uctx`, or `None` for a kernel caller (null).
+    ///
+    /// # Safety
+    ///
+    /// `uctx` is null or a live ucontext for the returned lifetime.
+    pub(crate) unsafe fn new(uctx: *mut sys::ib_ucontext) -> Option<Self> {
+        // INVARIANT: live per the caller.
+        NonNull::new(uctx).map(|ptr| Self {
+            ptr,
+            _life: core::marker::PhantomData,
+        })
+    }
+}
 
 /// Where userspace finds a buffer: the rxe `mminfo`.
 #[derive(Clone, Copy, Debug, Default)]
@@ -140,6 +167,14 @@ impl QueueBuf {
         Ok(QueueBuf { ptr, size, entry })
     }
 
+    /// [`Self::new`] with the ucontext as a [`UserCtx`] (`None`: a
+    /// kernel-only buffer).
+    pub(crate) fn alloc(len: usize, uctx: Option<&UserCtx<'_>>) -> Result<Self> {
+        let uctx = uctx.map_or(null_mut(), |u| u.ptr.as_ptr());
+        // SAFETY: null or live for the call (`UserCtx`'s invariant).
+        unsafe { Self::new(len, uctx) }
+    }
+
     /// The `mminfo` userspace needs to map the buffer (zero for kernel-only
     /// buffers).
     pub(crate) fn mmap_info(&self) -> MmapInfo {
@@ -174,6 +209,65 @@ impl QueueBuf {
     pub(crate) unsafe fn at(&self, off: usize) -> *mut u8 {
         // SAFETY: in bounds per the caller.
         unsafe { self.ptr.as_ptr().add(off) }
+    }
+}
+
+/// A copy reached outside a [`QueueBuf`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct OutOfBounds;
+
+impl QueueBuf {
+    /// Checks that `[off, off + len)` lies inside the buffer.
+    fn check(&self, off: usize, len: usize) -> Result<(), OutOfBounds> {
+        match off.checked_add(len) {
+            Some(end) if end <= self.size => Ok(()),
+            _ => Err(OutOfBounds),
+        }
+    }
+
+    /// Copies `data` into the buffer at byte `off`. The process mapping the
+    /// buffer may access the bytes concurrently; the ring protocol says
+    /// when it may read them.
+    pub(crate) fn write_at(&self, off: usize, data: &[u8]) -> Result<(), OutOfBounds> {
+        self.check(off, data.len())?;
+        // SAFETY: in bounds (checked); `data` cannot overlap the buffer,
+        // which no Rust reference covers.
+        unsafe { core::ptr::copy_nonoverlapping(data.as_ptr(), self.at(off), data.len()) };
+        Ok(())
+    }
+
+    /// Copies `len` bytes at `from` in `src` to `to` in this buffer.
+    pub(crate) fn copy_from(
+        &self,
+        to: usize,
+        src: &QueueBuf,
+        from: usize,
+        len: usize,
+    ) -> Result<(), OutOfBounds> {
+        self.check(to, len)?;
+        src.check(from, len)?;
+        if core::ptr::eq(self, src) {
+            return Err(OutOfBounds);
+        }
+        // SAFETY: both ranges in bounds (checked), in two distinct buffers
+        // (each owns its memory, type invariant).
+        unsafe { core::ptr::copy_nonoverlapping(src.at(from), self.at(to), len) };
+        Ok(())
+    }
+
+    /// Fills `out` with the bytes at `off`; what they mean as a `T` is the
+    /// caller's to know.
+    pub(crate) fn read_at<T>(
+        &self,
+        off: usize,
+        out: &mut MaybeUninit<T>,
+    ) -> Result<(), OutOfBounds> {
+        let len = core::mem::size_of::<T>();
+        self.check(off, len)?;
+        // SAFETY: in bounds (checked); `out` has `size_of::<T>()` bytes and
+        // any bytes are valid for a `MaybeUninit`.
+        unsafe { core::ptr::copy_nonoverlapping(self.at(off), out.as_mut_ptr().cast::<u8>(), len) };
+        Ok(())
     }
 }
 

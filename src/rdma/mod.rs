@@ -3,8 +3,11 @@
 //! Glue to the kernel's RDMA core: raw bindings and the small safe
 //! abstractions rroce builds on them.
 
+pub(crate) mod ah_attr;
 pub(crate) mod ibcq;
+pub(crate) mod mem;
 pub(crate) mod mmap;
+pub(crate) mod rcu_table;
 pub(crate) mod sys;
 pub(crate) mod work;
 

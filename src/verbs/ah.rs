@@ -7,7 +7,8 @@ use kernel::{ffi::c_int, prelude::*};
 use super::{to_c, Udata};
 use crate::{
     ah::{av_from_attr, RroceAh},
-    rdma::sys,
+    dev::RroceDev,
+    rdma::{ah_attr::AhAttr, sys},
 };
 
 /// The `create_ah` and `create_user_ah` ops.
@@ -32,7 +33,7 @@ pub(super) unsafe extern "C" fn create_ah(
 /// `RroceAh`'s size; `init` is valid with referenced GID attributes.
 unsafe fn create(ibah: *mut sys::ib_ah, init: *mut sys::rdma_ah_init_attr, udata: Udata) -> Result {
     // SAFETY: valid per the caller.
-    let av = unsafe { av_from_attr((*init).ah_attr)? };
+    let av = av_from_attr(&unsafe { AhAttr::read((*init).ah_attr) })?;
     // `struct rxe_create_ah_resp { __u32 ah_num; __u32 reserved; }`
     let respond = |num: u32| {
         if udata.outlen() < 8 {
@@ -42,8 +43,16 @@ unsafe fn create(ibah: *mut sys::ib_ah, init: *mut sys::rdma_ah_init_attr, udata
         resp[..4].copy_from_slice(&num.to_ne_bytes());
         udata.respond(&resp)
     };
-    // SAFETY: per the caller; a user call runs in process context.
-    unsafe { RroceAh::create(ibah, av, udata.is_user(), respond) }
+    // SAFETY: per the caller: the core allocated `ibah` zeroed with our
+    // size (`RroceAh`'s invariant), nothing else refers to it while it is
+    // created, and it belongs to one of our devices.
+    let (ah, dev) = unsafe {
+        let ah = &mut *ibah.cast::<RroceAh>();
+        let dev = RroceDev::from_ib(ah.device());
+        (ah, dev)
+    };
+    // A user call runs in process context.
+    ah.create(dev, av, udata.is_user(), respond)
 }
 
 /// The `destroy_ah` op.
@@ -53,6 +62,14 @@ unsafe fn create(ibah: *mut sys::ib_ah, init: *mut sys::rdma_ah_init_attr, udata
 /// The [ops contract](super).
 pub(super) unsafe extern "C" fn destroy_ah(ibah: *mut sys::ib_ah, flags: u32) -> c_int {
     let sleepable = flags & sys::rdma_destroy_ah_flags_RDMA_DESTROY_AH_SLEEPABLE != 0;
-    // SAFETY: the ops contract: one of our AHs, created successfully.
-    to_c(unsafe { RroceAh::destroy(ibah, sleepable) })
+    let ah = ibah.cast::<RroceAh>();
+    // SAFETY: the ops contract: one of our AHs, created successfully, on
+    // one of our devices. UD senders may read it concurrently (shared).
+    let r = unsafe { (*ah).destroy(RroceDev::from_ib((*ah).device()), sleepable) };
+    if r.is_ok() {
+        // SAFETY: no reader is left (`destroy` waited for a grace period
+        // if it was published); the core owns the memory until we return.
+        unsafe { (*ah).forget() };
+    }
+    to_c(r)
 }

@@ -13,7 +13,11 @@ use kernel::{
 use super::{to_c, Udata};
 use crate::{
     cq::{check_cqe, CqState, RroceCq},
-    rdma::{mmap::MmapInfo, sys},
+    rdma::{
+        ibcq::IbCq,
+        mmap::{MmapInfo, UserCtx},
+        sys,
+    },
 };
 
 /// Writes the mminfo response of create/resize
@@ -63,15 +67,14 @@ unsafe fn create(ibcq: *mut sys::ib_cq, attr: &sys::ib_cq_init_attr, udata: Udat
     }
     // SAFETY: `ibcq` outlives the state (freed in `destroy_cq` first); the
     // ucontext is null or this call's live ucontext.
-    let state = unsafe {
-        CqState::new(
-            ibcq,
-            attr.cqe,
-            attr.comp_vector,
-            udata.ucontext(),
-            crate::qp::fail_qps_on_cq,
-        )?
-    };
+    let (ibcq_ref, uctx) = unsafe { (IbCq::new(ibcq), UserCtx::new(udata.ucontext())) };
+    let state = CqState::new(
+        ibcq_ref,
+        attr.cqe,
+        attr.comp_vector,
+        uctx.as_ref(),
+        crate::qp::fail_qps_on_cq,
+    )?;
     if udata.is_user() {
         respond_mminfo(udata, state.mmap_info())?;
     }
@@ -121,12 +124,12 @@ fn resize(state: &CqState, cqe: u32, udata: Udata) -> Result<u32> {
         if udata.outlen() < size_of::<crate::abi::ResizeCqResp>() {
             return Err(EINVAL);
         }
-        udata.ucontext()
+        // SAFETY: the ucontext of this call, live for it: the owner's.
+        unsafe { UserCtx::new(udata.ucontext()) }
     } else {
-        core::ptr::null_mut()
+        None
     };
-    // SAFETY: `uctx` is the owner's ucontext (user CQ) or null.
-    let capacity = unsafe { state.resize(cqe, uctx)? };
+    let capacity = state.resize(cqe, uctx.as_ref())?;
     if state.is_user() {
         respond_mminfo(udata, state.mmap_info())?;
     }

@@ -7,8 +7,12 @@ use kernel::{ffi::c_int, prelude::*};
 
 use super::to_ptr;
 use crate::{
-    mr::{check_access, dereg, new_mr},
-    rdma::{is_err_ptr, sys},
+    dev::RroceDev,
+    mr::{check_access, new_mr, Memory, RroceMr},
+    rdma::{
+        mem::{KernelMem, Umem},
+        sys,
+    },
 };
 
 /// The `get_dma_mr` op.
@@ -21,17 +25,13 @@ pub(super) unsafe extern "C" fn get_dma_mr(pd: *mut sys::ib_pd, access: c_int) -
     if let Err(e) = check_access(access) {
         return e.to_ptr();
     }
-    // SAFETY: the ops contract: a live PD of ours.
-    to_ptr(unsafe {
-        new_mr(
-            pd,
-            access,
-            core::ptr::null_mut(),
-            0,
-            u64::MAX,
-            sys::ib_mr_type_IB_MR_TYPE_DMA,
-        )
-    })
+    // SAFETY: the ops contract: a live PD of one of our devices.
+    let dev = unsafe { RroceDev::from_ib((*pd).device) };
+    // SAFETY: only kernel consumers get DMA MRs (uverbs has no
+    // `get_dma_mr`), on kernel PDs that no user QP shares.
+    let mem = Memory::Kernel(unsafe { KernelMem::new() });
+    let mr_type = sys::ib_mr_type_IB_MR_TYPE_DMA;
+    to_ptr(new_mr(dev, pd, access, mem, (0, u64::MAX), mr_type))
 }
 
 /// The `reg_user_mr` op: pins `[start, start + length)` of the caller.
@@ -58,38 +58,29 @@ pub(super) unsafe extern "C" fn reg_user_mr(
     if length == 0 || start.checked_add(length).is_none() || iova.checked_add(length).is_none() {
         return EINVAL.to_ptr();
     }
-    // SAFETY: the ops contract: `pd` is a live PD of ours; `ib_umem_get_va`
-    // (spelled out, as it is a static inline) validates the user range
-    // itself and pins it.
-    let umem = unsafe {
-        sys::ib_umem_get_attr_or_va(
-            (*pd).device,
-            core::ptr::null(),
-            0,
-            start,
-            length as usize,
-            access as c_int,
+    // SAFETY: the ops contract: `pd` is a live PD of one of our devices;
+    // a user verb runs in process context.
+    let (dev, umem) = unsafe {
+        let device = (*pd).device;
+        (
+            RroceDev::from_ib(device),
+            Umem::pin(device, start, length as usize, access),
         )
     };
-    if is_err_ptr(umem) {
-        return umem.cast();
-    }
-    // SAFETY: as above; the umem's ownership passes to the MR.
-    let mr = unsafe {
-        new_mr(
-            pd,
-            access,
-            umem,
-            iova,
-            length,
-            sys::ib_mr_type_IB_MR_TYPE_USER,
-        )
+    let umem = match umem {
+        Ok(u) => u,
+        Err(e) => return e.to_ptr(),
     };
-    if mr.is_err() {
-        // SAFETY: pinned above and not handed to anyone.
-        unsafe { sys::ib_umem_release(umem) };
-    }
-    to_ptr(mr)
+    // On failure `new_mr` drops the umem, which releases it.
+    let mr_type = sys::ib_mr_type_IB_MR_TYPE_USER;
+    to_ptr(new_mr(
+        dev,
+        pd,
+        access,
+        Memory::User(umem),
+        (iova, length),
+        mr_type,
+    ))
 }
 
 /// The `dereg_mr` op.
@@ -102,7 +93,14 @@ pub(super) unsafe extern "C" fn dereg_mr(
     _udata: *mut sys::ib_udata,
 ) -> c_int {
     // SAFETY: the ops contract: one of our MRs, after its last use, in
-    // process context.
-    unsafe { dereg(ibmr) };
+    // process context. Every MR the core hands back was made by `new_mr`
+    // (`RroceMr`'s invariant), and the core calls this once; it belongs to
+    // one of our devices.
+    let (mr, dev) = unsafe {
+        let mr = KBox::from_raw(ibmr.cast::<RroceMr>());
+        let dev = RroceDev::from_ib(mr.ibmr().device);
+        (mr, dev)
+    };
+    RroceMr::dereg(mr, dev);
     0
 }

@@ -12,7 +12,7 @@ use kernel::{ffi::c_int, prelude::*};
 use crate::{
     ah::av_from_attr,
     qp::{self, RecvWr, Remote, RroceQp, SendWr, WrList},
-    rdma::sys,
+    rdma::{ah_attr::AhAttr, sys},
 };
 
 /// A kernel QP's creation response: none (the type of the absent one).
@@ -94,7 +94,7 @@ pub(crate) unsafe extern "C" fn modify_qp(
     let av = if mask & sys::ib_qp_attr_mask_IB_QP_AV != 0 {
         // SAFETY: the core resolved the AV's source GID entry, which stays
         // referenced for the call.
-        match unsafe { av_from_attr(&attr.ah_attr) } {
+        match av_from_attr(&unsafe { AhAttr::read(&attr.ah_attr) }) {
             Ok(av) => Some(av),
             Err(e) => return e.to_errno(),
         }

@@ -178,8 +178,7 @@ pub(crate) fn resize_under_load() -> Result<(), &'static str> {
     let mut resized = 0;
     for k in 0..40 {
         let n = if k % 2 == 0 { 8000 } else { 3100 };
-        // SAFETY: a kernel CQ.
-        if unsafe { cq.state().resize(n, null_mut()) }.is_ok() {
+        if cq.state().resize(n, None).is_ok() {
             resized += 1;
         }
         fsleep(Delta::from_micros(200));
@@ -199,8 +198,7 @@ pub(crate) fn resize_under_load() -> Result<(), &'static str> {
     let cq = TestCq::new(&dev, 16, 0, &idle)?;
     post(cq.state(), 0, Kind::Unsolicited).map_err(|_| "post")?;
     post(cq.state(), 1, Kind::Unsolicited).map_err(|_| "post")?;
-    // SAFETY: a kernel CQ.
-    let shrink = unsafe { cq.state().resize(1, null_mut()) };
+    let shrink = cq.state().resize(1, None);
     let kept = cq.drain(&idle);
     drop(cq);
     if resized < 20 {

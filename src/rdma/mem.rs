@@ -1,0 +1,191 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The memory behind an MR, as safe types: [`Umem`], a user range pinned
+//! with `ib_umem_get` and released on drop, and [`KernelMem`], all of
+//! kernel memory as a kernel consumer's DMA MR exposes it. Both copy to
+//! and from byte slices; `crate::mr` checks keys, rights and bounds first.
+
+use kernel::{ffi::c_int, prelude::*};
+
+use super::{is_err_ptr, sys};
+
+/// A copy reached past the end of the memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct OutOfBounds;
+
+/// A pinned user memory range (`struct ib_umem`), with its pages listed.
+///
+/// # Invariants
+///
+/// `umem` is a pinned umem owned by this value (released on drop);
+/// `pages` lists its pages in order and `page_off` is the offset of the
+/// range's start in the first page.
+pub(crate) struct Umem {
+    umem: core::ptr::NonNull<sys::ib_umem>,
+    pages: KVVec<*mut sys::page>,
+    page_off: usize,
+}
+
+// SAFETY: the umem is owned and its pages are pinned: they may be copied
+// to and from in any context, from any CPU.
+unsafe impl Send for Umem {}
+// SAFETY: as above; copies take `&self` and touch only the pinned pages.
+unsafe impl Sync for Umem {}
+
+impl Umem {
+    /// Pins `[start, start + length)` of the calling process with `access`
+    /// (`ib_umem_get`) and lists its pages.
+    ///
+    /// # Safety
+    ///
+    /// `device` is a live RDMA device; process context.
+    pub(crate) unsafe fn pin(
+        device: *mut sys::ib_device,
+        start: u64,
+        length: usize,
+        access: u32,
+    ) -> Result<Self> {
+        // SAFETY: `device` is live (caller); `ib_umem_get_va` (spelled out,
+        // as it is a static inline) validates the user range itself and
+        // pins it.
+        let umem = unsafe {
+            sys::ib_umem_get_attr_or_va(
+                device,
+                core::ptr::null(),
+                0,
+                start,
+                length,
+                access as c_int,
+            )
+        };
+        if is_err_ptr(umem) {
+            return Err(Error::from_errno(umem as isize as c_int));
+        }
+        let umem = core::ptr::NonNull::new(umem).ok_or(EINVAL)?;
+        // INVARIANT: pinned above and owned here; released by `Drop` from
+        // now on, also if listing the pages fails.
+        let mut this = Self {
+            umem,
+            pages: KVVec::new(),
+            page_off: 0,
+        };
+        // SAFETY: `umem` is pinned and ours.
+        let n = unsafe { sys::rroce_helper_umem_num_pages(umem.as_ptr()) } as usize;
+        // SAFETY: as above.
+        this.page_off = unsafe { sys::rroce_helper_umem_offset(umem.as_ptr()) } as usize;
+        this.pages.reserve(n, GFP_KERNEL).map_err(|_| ENOMEM)?;
+        // SAFETY: room for `n` pointers; the helper writes at most `n` and
+        // returns how many.
+        unsafe {
+            let got = sys::rroce_helper_umem_pages(
+                umem.as_ptr(),
+                this.pages.as_mut_ptr(),
+                n as kernel::ffi::c_ulong,
+            ) as usize;
+            this.pages.inc_len(got.min(n));
+        }
+        Ok(this)
+    }
+
+    /// Copies between `buf` and the range at byte `start`; stops with
+    /// [`OutOfBounds`] at the first page past the range.
+    fn copy(
+        &self,
+        start: usize,
+        buf: *mut u8,
+        len: usize,
+        to_mem: bool,
+    ) -> Result<(), OutOfBounds> {
+        let mut pos = start.checked_add(self.page_off).ok_or(OutOfBounds)?;
+        let mut done = 0usize;
+        const PAGE: usize = kernel::page::PAGE_SIZE;
+        while done < len {
+            let page = *self.pages.get(pos / PAGE).ok_or(OutOfBounds)?;
+            let off = pos % PAGE;
+            let n = (PAGE - off).min(len - done);
+            // SAFETY: `page` is pinned by the umem (type invariant); `off +
+            // n` stays in the page; `buf + done` has `n` bytes (caller).
+            unsafe {
+                sys::rroce_helper_page_copy(
+                    page,
+                    off as u32,
+                    buf.add(done).cast(),
+                    n as u32,
+                    to_mem,
+                )
+            };
+            done += n;
+            pos += n;
+        }
+        Ok(())
+    }
+
+    /// Copies `data` into the range at byte `start`.
+    pub(crate) fn write(&self, start: usize, data: &[u8]) -> Result<(), OutOfBounds> {
+        // `copy` only reads `buf` when copying into the pages.
+        self.copy(start, data.as_ptr().cast_mut(), data.len(), true)
+    }
+
+    /// Fills `buf` from the range at byte `start`.
+    pub(crate) fn read(&self, start: usize, buf: &mut [u8]) -> Result<(), OutOfBounds> {
+        self.copy(start, buf.as_mut_ptr(), buf.len(), false)
+    }
+}
+
+impl Drop for Umem {
+    fn drop(&mut self) {
+        // SAFETY: pinned and owned by `self` (type invariant), released once.
+        unsafe { sys::ib_umem_release(self.umem.as_ptr()) };
+    }
+}
+
+/// All of kernel memory, addressed by kernel virtual address, as a kernel
+/// consumer's DMA MR exposes it (rroce registers its devices without a DMA
+/// device, so the core's DMA mapping of a kernel buffer is its virtual
+/// address).
+///
+/// # Invariants
+///
+/// Only made for a DMA MR of a kernel consumer, on a kernel PD that no
+/// user QP shares; that consumer vouches for every range it posts in SGEs
+/// or hands out with the global rkey it asked for.
+pub(crate) struct KernelMem(());
+
+impl KernelMem {
+    /// The memory of a kernel consumer's DMA MR.
+    ///
+    /// # Safety
+    ///
+    /// Only for a DMA MR (`get_dma_mr`) of a kernel consumer, whose PD no
+    /// user QP shares.
+    pub(crate) unsafe fn new() -> Self {
+        // INVARIANT: per the caller.
+        Self(())
+    }
+
+    /// Copies between `buf` and kernel memory at `va`.
+    fn copy(&self, va: u64, buf: *mut u8, len: usize, to_mem: bool) -> Result<(), OutOfBounds> {
+        let p = usize::try_from(va).map_err(|_| OutOfBounds)? as *mut u8;
+        // SAFETY: the kernel consumer owning the MR vouches for `[va, va +
+        // len)` (type invariant); `buf` has `len` bytes (caller).
+        unsafe {
+            if to_mem {
+                core::ptr::copy(buf, p, len);
+            } else {
+                core::ptr::copy(p, buf, len);
+            }
+        }
+        Ok(())
+    }
+
+    /// Copies `data` to kernel memory at `va`.
+    pub(crate) fn write(&self, va: u64, data: &[u8]) -> Result<(), OutOfBounds> {
+        // `copy` only reads `buf` when copying to memory.
+        self.copy(va, data.as_ptr().cast_mut(), data.len(), true)
+    }
+
+    /// Fills `buf` from kernel memory at `va`.
+    pub(crate) fn read(&self, va: u64, buf: &mut [u8]) -> Result<(), OutOfBounds> {
+        self.copy(va, buf.as_mut_ptr(), buf.len(), false)
+    }
+}
