@@ -39,6 +39,7 @@ fi
 grep -q '^--cfg=CONFIG_KUNIT$' "$N/include/generated/rustc_cfg" && die "CONFIG_KUNIT still set in $N"
 
 T=$(mktemp -d)
+# KEEP=1 keeps the copy and its build.log for a look after a failure.
 trap '[ -n "${KEEP:-}" ] || rm -rf "$T"' EXIT
 tar -C "$RROCE_ROOT" --exclude=./target --exclude=./build --exclude=./fuzz --exclude=./.git \
 	--exclude='*.o' --exclude='*.ko' --exclude='.*.cmd' --exclude='*.mod*' \

@@ -28,9 +28,6 @@ EXEMPT_FILES = {"engine/icrc_rxe_vectors.rs", "rdma/bindings_generated.rs"}
 # Object modules whose tables the device holds: dev <-> these is allowed.
 DEV_TABLES = {"qp", "cq", "mr", "ah", "table", "counters"}
 FN = re.compile(r'^(\s*)(pub(\([^)]*\))?\s+)?(const\s+)?(unsafe\s+)?(extern "C"\s+)?fn\s+(\w+)')
-CRATE_PATH = re.compile(r"\bcrate::(\w+)")
-USE_GROUP = re.compile(r"\buse\s+crate::\{([^;]*)\};", re.S)
-SUPER_PATH = re.compile(r"\bsuper::(\w+)")
 
 
 def strip(line):
