@@ -14,10 +14,10 @@ fi
 mkdir -p "$B"
 log "building kernel $(rroce_kver) in $B (cold build: about 6-8 minutes on 2 cores)"
 start=$(date +%s)
-MK=(make -s -C "$SRCDIR" O="$B" -j"$(nproc)")
+MK=(make -s -C "$SRCDIR" O="$B" -j"$(nproc)" LLVM="$RROCE_LLVM")
 "${MK[@]}" tinyconfig >/dev/null
 "$SRCDIR/scripts/kconfig/merge_config.sh" -m -O "$B" "$B/.config" \
-	"$SRCDIR/kernel/configs/kvm_guest.config" "$RROCE_FRAGMENT" >/dev/null
+	"$SRCDIR/kernel/configs/kvm_guest.config" $(rroce_fragments) >/dev/null
 "${MK[@]}" olddefconfig >/dev/null
 "${MK[@]}" rustavailable >/dev/null || die "the kernel does not accept this Rust toolchain: $(rustc --version)"
 "${MK[@]}" olddefconfig >/dev/null
@@ -31,7 +31,7 @@ while IFS= read -r line; do
 	else
 		grep -qx "$line" "$B/.config" || { log "config: wanted $line, got: $(grep "^$opt=\|# $opt " "$B/.config" || echo unset)"; bad=1; }
 	fi
-done <"$RROCE_FRAGMENT"
+done < <(rroce_fragments | xargs cat)
 [ $bad = 0 ] || die "the config fragment did not apply cleanly (see above)"
 "${MK[@]}" >"$B/build.log" 2>&1 || { tail -40 "$B/build.log"; die "kernel build failed (log: $B/build.log)"; }
 "${MK[@]}" modules_prepare >/dev/null

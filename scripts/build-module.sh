@@ -22,4 +22,4 @@ if [ "$want" != "$have" ]; then
 	die "rustc mismatch: the kernel in $KDIR was built by '$want' but this rustc is '$have'. A Rust module must be built by the same rustc as its kernel; install that toolchain or rebuild the kernel."
 fi
 "$RROCE_ROOT/scripts/gen-bindings.sh" "$KDIR"
-exec make -s -C "$KDIR" M="$RROCE_ROOT" LLVM= "$@" modules
+exec make -s -C "$KDIR" M="$RROCE_ROOT" LLVM="$RROCE_LLVM" "$@" modules

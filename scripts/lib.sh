@@ -6,6 +6,23 @@ RROCE_CACHE=${RROCE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rroce}
 # The kernel series rroce targets; the exact version is whatever Debian ships.
 RROCE_KSERIES=${RROCE_KSERIES:-7.3}
 RROCE_FRAGMENT=$RROCE_ROOT/kernel/rroce.config
+# `make check KASAN=1`: a second cached kernel, the test fragment plus
+# kernel/kasan.config. 7.3's `config RUST` needs clang for KASAN, so that
+# kernel and its module are built with LLVM (clang-19, lld-19).
+if [ "${KASAN:-}" = 1 ] || [ "${RROCE_KASAN:-0}" = 1 ]; then
+	RROCE_KASAN=1
+	RROCE_LLVM=-19
+else
+	RROCE_KASAN=0
+	RROCE_LLVM=
+fi
+unset KASAN
+export RROCE_KASAN
+# Every config fragment of the selected kernel, in merge order.
+rroce_fragments() {
+	echo "$RROCE_FRAGMENT"
+	[ "$RROCE_KASAN" = 0 ] || echo "$RROCE_ROOT/kernel/kasan.config"
+}
 export LIBCLANG_PATH=${LIBCLANG_PATH:-/usr/lib/llvm-19/lib}
 export PATH=$HOME/.cargo/bin:$PATH
 
@@ -18,7 +35,8 @@ rroce_kernel_key() {
 	local ver=$1
 	{
 		echo "$ver"
-		cat "$RROCE_FRAGMENT"
+		rroce_fragments | xargs cat
+		[ "$RROCE_KASAN" = 0 ] || echo "LLVM=$RROCE_LLVM"
 		rustc --version
 	} | sha256sum | cut -c1-12
 }
@@ -30,5 +48,7 @@ rroce_build_dir() {
 	local ver
 	ver=$(rroce_kver) || return 1
 	[ -n "$ver" ] || return 1
-	echo "$RROCE_CACHE/build/$ver-$(rroce_kernel_key "$ver")"
+	local suffix=
+	[ "$RROCE_KASAN" = 0 ] || suffix=-kasan
+	echo "$RROCE_CACHE/build/$ver-$(rroce_kernel_key "$ver")$suffix"
 }
