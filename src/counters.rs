@@ -10,6 +10,7 @@ use crate::rdma::sys;
 /// What is counted. The names follow rdma_rxe's where the meaning is the
 /// same.
 #[derive(Clone, Copy)]
+#[allow(dead_code)] // TODO(merge): drop once every counter is used.
 pub(crate) enum Counter {
     /// Packets handed to the IP stack.
     SentPkts,
@@ -37,10 +38,24 @@ pub(crate) enum Counter {
     QkeyViolation,
     /// Datagrams dropped because the UD QP had no receive posted.
     UdNoRecv,
+    /// Connected-QP packets whose IP addresses are not the QP's path.
+    BadAddr,
+    /// Packets whose BTH P_Key is not the port's.
+    BadPkey,
+    /// Opcodes the destination QP's type does not take.
+    BadOpcode,
+    /// Responses and ACKs for no outstanding request.
+    UnexpectedResp,
+    /// Duplicate READ/atomic requests that match no remembered request.
+    BadDup,
+    /// "Invalid request" NAKs sent.
+    SentNakInvReq,
+    /// "Remote access error" NAKs sent.
+    SentNakRemAccess,
 }
 
 /// Number of counters.
-pub(crate) const COUNT: usize = 13;
+pub(crate) const COUNT: usize = 20;
 
 /// The names `rdma statistic` shows, in [`Counter`] order (NUL-terminated).
 const NAMES: [&[u8]; COUNT] = [
@@ -57,6 +72,13 @@ const NAMES: [&[u8]; COUNT] = [
     b"send_no_route\0",
     b"rcvd_bad_qkey\0",
     b"rcvd_ud_no_recv\0",
+    b"rcvd_bad_addr\0",
+    b"rcvd_bad_pkey\0",
+    b"rcvd_bad_opcode\0",
+    b"rcvd_unexpected_resp\0",
+    b"rcvd_bad_dup\0",
+    b"sent_nak_inv_req\0",
+    b"sent_nak_rem_access\0",
 ];
 
 /// The counters of one device; all zero is a valid initial value (the
