@@ -55,6 +55,9 @@ printf '%s\n' "$cmd" >"$RUN/cmd"
 	echo "RROCE_KBUILD=$B"
 	echo "RROCE_INSMOD=$insmod"
 	echo "RROCE_RUN=$RUN"
+	echo "RROCE_KASAN=$RROCE_KASAN"
+	# A subset of tests/vm/t*.sh for run-all.sh (make check KASAN=1).
+	echo "RROCE_VM_TESTS='${RROCE_VM_TESTS:-}'"
 } >"$RUN/env"
 
 accel=(--disable-kvm)

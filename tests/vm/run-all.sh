@@ -2,11 +2,15 @@
 # SPDX-License-Identifier: GPL-2.0
 # Runs inside the VM (rroce.ko already inserted by vm.sh, so its KUnit suites
 # have run): every tests/vm/t*.sh in order, then unloads rroce. Checks are
-# recorded in $RROCE_RUN/checks for the host-side driver.
+# recorded in $RROCE_RUN/checks for the host-side driver. RROCE_VM_TESTS
+# (names like "t50-rc t60-hostile") runs only those scripts.
 cd "$(dirname "$0")/../.." || exit 1
 . tests/vm/lib.sh
 : >"$CHECKS"
 for t in tests/vm/t[0-9]*.sh; do
+	if [ -n "${RROCE_VM_TESTS:-}" ] && [[ " $RROCE_VM_TESTS " != *" $(basename "$t" .sh) "* ]]; then
+		continue
+	fi
 	echo "== $t"
 	bash "$t" || fail "$(basename "$t" .sh)" "script exited $?"
 done
