@@ -153,16 +153,26 @@ pub struct RdEntry {
 /// slot array the caller owns (`slots`, at least as long as any
 /// `max_dest_rd_atomic` it passes as `cap`): a new request replaces the
 /// oldest.
+///
+/// A new table (`RdTable::default()`, as the responder's state is reset
+/// at RTR) has forgotten everything: whatever its slots still hold is
+/// ignored by [`RdTable::find_read`] and [`RdTable::find_atomic`], and
+/// cleared when it first remembers a request.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RdTable {
     /// The slot the next request goes to (modulo `cap`).
     next: usize,
+    /// The slots hold this table's requests (else stale ones).
+    live: bool,
 }
 
 impl RdTable {
     /// Remembers `entry` in `slots[..cap]`, replacing the oldest; nothing
     /// is remembered with a `cap` of 0.
     pub fn remember(&mut self, slots: &mut [RdEntry], cap: usize, entry: RdEntry) {
+        if !self.live {
+            self.clear(slots);
+        }
         let cap = cap.min(slots.len());
         if cap == 0 {
             return;
@@ -174,10 +184,39 @@ impl RdTable {
         self.next = (i + 1) % cap;
     }
 
-    /// Forgets every request (a new connection: RTR).
+    /// Forgets every request.
     pub fn clear(&mut self, slots: &mut [RdEntry]) {
         slots.fill(RdEntry::default());
         self.next = 0;
+        self.live = true;
+    }
+
+    /// [`find_read_replay`] in this table's requests.
+    pub fn find_read(
+        &self,
+        slots: &[RdEntry],
+        cap: usize,
+        psn: Psn,
+        req: (u32, u64, u32),
+        mtu: u32,
+    ) -> Option<ReadReplay> {
+        self.live
+            .then(|| find_read_replay(slots, cap, psn, req, mtu))
+            .flatten()
+    }
+
+    /// [`find_atomic_replay`] in this table's requests.
+    pub fn find_atomic(
+        &self,
+        slots: &[RdEntry],
+        cap: usize,
+        psn: Psn,
+        rkey: u32,
+        va: u64,
+    ) -> Option<u64> {
+        self.live
+            .then(|| find_atomic_replay(slots, cap, psn, rkey, va))
+            .flatten()
     }
 }
 

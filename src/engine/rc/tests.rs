@@ -659,3 +659,25 @@ fn unexpected_responses() {
     assert!(response_expected(p(1), p(PSN_MASK), p(3)));
     assert!(!response_expected(p(3), p(PSN_MASK), p(3)));
 }
+
+#[test]
+fn fresh_table_ignores_stale_slots() {
+    // The responder's state is reset at RTR; slots from the previous
+    // connection must not answer duplicates of the new one.
+    let mut slots = [RdEntry::default(); 4];
+    let mut old = RdTable::default();
+    old.remember(&mut slots, 4, atomic(3, 9));
+    old.remember(&mut slots, 4, read(10, 0x1000, 100, 1024));
+    let e = atomic(3, 0);
+    assert_eq!(old.find_atomic(&slots, 4, p(3), e.rkey, e.va), Some(9));
+    let fresh = RdTable::default();
+    assert_eq!(fresh.find_atomic(&slots, 4, p(3), e.rkey, e.va), None);
+    assert_eq!(
+        fresh.find_read(&slots, 4, p(10), (0x5678, 0x1000, 100), 1024),
+        None
+    );
+    let mut t = fresh;
+    t.remember(&mut slots, 4, atomic(20, 1));
+    assert_eq!(t.find_atomic(&slots, 4, p(3), e.rkey, e.va), None);
+    assert_eq!(slots.iter().filter(|s| s.kind != RdKind::Free).count(), 1);
+}
