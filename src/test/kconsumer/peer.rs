@@ -137,21 +137,27 @@ pub(crate) fn dma_lkey_not_a_remote_key() -> Result<(), &'static str> {
     Ok(())
 }
 
-/// `get_dma_mr` and `dereg_mr` through the device's ops.
+/// `get_dma_mr` and `dereg_mr` through the device's ops, setting what the
+/// core sets in between (`ib_alloc_pd` does the same for its DMA MR).
 fn dma_mr(pd: &TestPd, access: u32) -> *mut sys::ib_mr {
     // SAFETY: a live kernel PD of a registered rroce device.
     unsafe {
-        match (*(*pd.0).device).ops.get_dma_mr {
+        let device = (*pd.0).device;
+        let mr = match (*device).ops.get_dma_mr {
             Some(f) => f(pd.0, access as i32),
             None => null_mut(),
+        };
+        if !bad_ptr(mr) {
+            (*mr).device = device;
         }
+        mr
     }
 }
 
-fn dereg(mr: *mut sys::ib_mr) {
-    // SAFETY: an MR `dma_mr` returned, used by no QP.
+fn dereg(pd: &TestPd, mr: *mut sys::ib_mr) {
+    // SAFETY: an MR `dma_mr` returned on `pd`, used by no QP.
     unsafe {
-        if let Some(f) = (*(*mr).device).ops.dereg_mr {
+        if let Some(f) = (*(*pd.0).device).ops.dereg_mr {
             f(mr, null_mut());
         }
     }
@@ -176,7 +182,7 @@ pub(crate) fn mr_keys_unpredictable() -> Result<(), &'static str> {
         *k = unsafe { (*mr).lkey };
     }
     for mr in mrs.iter().filter(|m| !m.is_null()) {
-        dereg(*mr);
+        dereg(&pd, *mr);
     }
     res?;
     let counting = keys
@@ -223,7 +229,7 @@ pub(crate) fn mr_table_full() -> Result<(), &'static str> {
         let guard = kernel::sync::rcu::read_lock();
         let found = crate::mr::lookup(rdev, key, &guard).is_some();
         drop(guard);
-        dereg(mr);
+        dereg(&pd, mr);
         if found {
             Err("an MR was created past a full table")
         } else {
