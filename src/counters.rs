@@ -10,7 +10,6 @@ use crate::rdma::sys;
 /// What is counted. The names follow rdma_rxe's where the meaning is the
 /// same.
 #[derive(Clone, Copy)]
-#[allow(dead_code)] // TODO(merge): drop once every counter is used.
 pub(crate) enum Counter {
     /// Packets handed to the IP stack.
     SentPkts,

@@ -5,14 +5,17 @@
 //! A DMA MR covers all of kernel memory (kernel consumers' SGEs carry kernel
 //! virtual addresses, since rroce registers with no DMA device). A user MR
 //! pins the user's pages with `ib_umem_get` so the transport can reach them
-//! from any context. Keys are `index << 8 | key byte`, as in rxe; the
-//! access flags are recorded here and enforced by the transport.
+//! from any context. Keys are `index << 8 | key byte`, as in rxe, with a
+//! random key byte: a key freed and registered again is not guessable from
+//! the old one. A user MR's rkey is its lkey; a DMA MR's rkey has another
+//! key byte, so the PD's `local_dma_lkey` (known to every kernel user of
+//! the PD) is no remote key. Local requests look keys up with [`lookup`],
+//! remote ones with [`lookup_remote`]; the access flags are recorded here
+//! and enforced by the transport.
 //!
 //! The MR verbs are in `crate::verbs::mr`; the memory behind an MR is
 //! `crate::rdma::mem`. The only `unsafe` left here is `Send`/`Sync` for
 //! `RroceMr`, whose embedded `ib_mr` holds the core's raw pointers.
-
-use core::sync::atomic::{AtomicU32, Ordering};
 
 use kernel::prelude::*;
 
@@ -142,7 +145,8 @@ impl RroceMr {
     }
 }
 
-/// The MR with `key` on `dev`, valid while `guard` is held.
+/// The MR whose local key is `key` on `dev` (an SGE's), valid while
+/// `guard` is held.
 pub(crate) fn lookup<'g>(
     dev: &RroceDev,
     key: u32,
@@ -150,6 +154,18 @@ pub(crate) fn lookup<'g>(
 ) -> Option<&'g RroceMr> {
     let mr = dev.mrs.get((key >> 8) as usize, guard)?;
     (mr.ibmr.lkey == key).then_some(mr)
+}
+
+/// The MR whose remote key is `key` on `dev` (a peer's RETH or atomic
+/// header), valid while `guard` is held. The caller still checks PD,
+/// access and bounds ([`RroceMr::check`]).
+pub(crate) fn lookup_remote<'g>(
+    dev: &RroceDev,
+    key: u32,
+    guard: &'g kernel::sync::rcu::Guard,
+) -> Option<&'g RroceMr> {
+    let mr = dev.mrs.get((key >> 8) as usize, guard)?;
+    (mr.ibmr.rkey == key).then_some(mr)
 }
 
 /// Why gathering or scattering through a WQE's SGEs failed.
@@ -211,10 +227,27 @@ pub(crate) fn walk_sges(
     }
 }
 
-static KEY_SALT: AtomicU32 = AtomicU32::new(0);
+/// A random key byte.
+fn key_byte() -> u32 {
+    // SAFETY: plain call.
+    unsafe { sys::rroce_helper_random_u32() & 0xff }
+}
+
+/// The (lkey, rkey) of a new MR at `index`: random key bytes; a DMA MR's
+/// rkey differs from its lkey.
+fn new_keys(index: u32, dma: bool) -> (u32, u32) {
+    let lkey = (index << 8) | key_byte();
+    if !dma {
+        return (lkey, lkey);
+    }
+    let r = key_byte();
+    let r = if r == lkey & 0xff { r ^ 0x5a } else { r };
+    (lkey, (index << 8) | r)
+}
 
 /// Allocates an MR on `pd` of `dev` over `mem`; returns a pointer for the
-/// core or an error (`mem` is dropped, a umem released, on error).
+/// core or an error (`mem` is dropped, a umem released, on error). With
+/// every index of the MR table in use, fails with `ENOMEM`.
 pub(crate) fn new_mr(
     dev: &RroceDev,
     pd: *mut sys::ib_pd,
@@ -224,12 +257,16 @@ pub(crate) fn new_mr(
     mr_type: sys::ib_mr_type,
 ) -> Result<*mut sys::ib_mr> {
     let index = dev.mr_ids.alloc().map_err(|_| ENOMEM)?;
-    // A key byte that changes between registrations of the same index.
-    let key = (index << 8) | (KEY_SALT.fetch_add(1, Ordering::Relaxed) & 0xff);
+    if index as usize >= dev.mrs.len() {
+        // The allocator's bitmap is rounded up past the table.
+        let _ = dev.mr_ids.free(index);
+        return Err(ENOMEM);
+    }
+    let (lkey, rkey) = new_keys(index, matches!(mem, Memory::Kernel(_)));
     // The rest all zero; the core fills its bookkeeping.
     let ibmr = sys::ib_mr {
-        lkey: key,
-        rkey: key,
+        lkey,
+        rkey,
         iova,
         length,
         type_: mr_type,
@@ -257,7 +294,13 @@ pub(crate) fn new_mr(
     let raw = KBox::into_raw(mr);
     // Published for the transport; cleared (with a grace period) in
     // `dereg_mr` before the MR is freed.
-    let _ = dev.mrs.set(index as usize, raw);
+    if dev.mrs.set(index as usize, raw).is_err() {
+        // SAFETY: `raw` came from `KBox::into_raw` above and was never
+        // published.
+        drop(unsafe { KBox::from_raw(raw) });
+        let _ = dev.mr_ids.free(index);
+        return Err(ENOMEM);
+    }
     Ok(raw.cast())
 }
 

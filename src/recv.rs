@@ -4,13 +4,16 @@
 //! the UDP tunnel received (`crate::net`) to the transport.
 //!
 //! In order: the IP header ([`ip_info`]); the device, by the receiving
-//! netdev or, for a looped-back packet, by the destination GID
-//! ([`lookup_device`]); the UDP length and the ICRC ([`roce_payload`]); the
-//! base transport header ([`hdr_check`]: parse, a transport rroce offers);
-//! the QP ([`lookup_qp`], [`check_type_state`]); then [`dispatch`] to the
-//! transport's requester, responder or UD receiver under the QP lock.
-//! Every packet dropped on the way is counted on the device (except before
-//! a device is known).
+//! netdev (or the one under a VLAN device) or, for a packet to a local
+//! address (which arrives on a loopback netdev), by the destination GID
+//! once its ICRC checked ([`lookup_device`]); the UDP length and the ICRC
+//! ([`roce_payload`]); the base transport header ([`hdr_check`]); the QP
+//! ([`lookup_qp`]), the opcode for its type and the P_Key
+//! ([`check_type_keys`]); then [`dispatch`], under the QP lock: a
+//! connected QP's path addresses (`check_addr`), then the transport's
+//! requester, responder or UD receiver (which checks the Q_Key). Every
+//! packet dropped on the way is counted on the device (except before a
+//! device is known).
 
 use kernel::{prelude::*, sync::rcu};
 
@@ -19,7 +22,8 @@ use crate::{
     dev::RroceDev,
     engine::{
         icrc::{self, ICRC_LEN},
-        wire::{self, Direction, Transport},
+        rc::checks,
+        wire::{self, Direction},
     },
     net::skb::Received,
     qp::QpState,
@@ -55,104 +59,141 @@ impl Drop for DevRef {
 /// and hands it to the transport.
 pub(crate) fn receive(rx: &Received<'_>) {
     let pkt = rx.bytes();
-    let Some((ip_len, dst)) = ip_info(pkt) else {
+    let Some(ip) = ip_info(pkt) else {
         return;
     };
-    let Some(dev_ref) = lookup_device(rx, &dst) else {
+    let Some((dev_ref, checked)) = lookup_device(rx, pkt, &ip) else {
         return;
     };
     let dev = dev_ref.dev();
     dev.counters.inc(Counter::RcvdPkts);
-    match roce_payload(pkt, ip_len) {
-        Ok(roce) => deliver(dev, roce, &pkt[..ip_len]),
-        Err(c) => dev.counters.inc(c),
-    }
+    let roce = match checked {
+        Some(roce) => roce,
+        None => match roce_payload(pkt, ip.len) {
+            Ok(roce) => roce,
+            Err(c) => return dev.counters.inc(c),
+        },
+    };
+    deliver(dev, roce, &ip);
 }
 
-/// The rroce device a packet to `dst` arrived for: the one bound to the
-/// receiving netdev or, since a packet to a local address arrives on `lo`,
-/// the one in the netdev's namespace that owns the destination GID.
-fn lookup_device(rx: &Received<'_>, dst: &[u8; 16]) -> Option<DevRef> {
-    let ibdev = crate::registry::device_of_netdev(rx.netdev())
-        .or_else(|| crate::registry::device_of_gid(rx.net(), dst))?;
-    // INVARIANT: `device_of_*` return an rroce device with a reference the
-    // caller drops.
-    Some(DevRef(ibdev))
+/// The rroce device a packet arrived for: the one bound to the receiving
+/// netdev, or to the real device under a receiving VLAN device. A packet
+/// to a local address arrives on a loopback netdev: its device is the one
+/// in the netdev's namespace that owns the destination GID, looked for
+/// only once the packet's ICRC checked (then returned too). Never a device
+/// of another netdev: a packet is not taken on any interface but its
+/// device's.
+fn lookup_device<'p>(
+    rx: &Received<'_>,
+    pkt: &'p [u8],
+    ip: &IpInfo<'_>,
+) -> Option<(DevRef, Option<&'p [u8]>)> {
+    let ndev = rx.netdev();
+    let by_ndev = crate::registry::device_of_netdev(ndev).or_else(|| {
+        // SAFETY: the receiving netdev is live while the packet is handled.
+        let real = unsafe { sys::rroce_helper_vlan_real_dev(ndev) };
+        (!real.is_null())
+            .then(|| crate::registry::device_of_netdev(real))
+            .flatten()
+    });
+    if let Some(ibdev) = by_ndev {
+        // INVARIANT: `device_of_netdev` returns an rroce device with a
+        // reference the caller drops.
+        return Some((DevRef(ibdev), None));
+    }
+    // SAFETY: as above.
+    if !unsafe { sys::rroce_helper_netdev_is_loopback(ndev) } {
+        return None;
+    }
+    let roce = roce_payload(pkt, ip.len).ok()?;
+    let ibdev = crate::registry::device_of_gid(rx.net(), &ip.dst)?;
+    // INVARIANT: as above.
+    Some((DevRef(ibdev), Some(roce)))
 }
 
 /// A RoCEv2 packet (BTH through ICRC, ICRC already checked) received by
-/// `dev` with the IP header `l3`: checks its headers, finds its QP and
+/// `dev` with the IP header `ip`: checks its headers, finds its QP and
 /// hands it to the transport.
-fn deliver(dev: &RroceDev, roce: &[u8], l3: &[u8]) {
-    let Some((pkt, ud)) = hdr_check(dev, roce) else {
-        return;
-    };
-    let guard = rcu::read_lock();
-    let Some(qp) = lookup_qp(dev, &pkt, ud, &guard) else {
-        return;
-    };
-    // Source address (against the QP's address vector) and key (P_Key,
-    // Q_Key) checks, as rxe's `check_addr` and `check_keys`, belong here.
-    dispatch(qp, &pkt, ud, l3, &guard);
-}
-
-/// Parses the packet and checks its transport is one rroce offers: RC or
-/// UD (`Some(.., true)` for UD). UC and XRC are not offered.
-fn hdr_check<'p>(dev: &RroceDev, roce: &'p [u8]) -> Option<(wire::Packet<'p>, bool)> {
+fn deliver(dev: &RroceDev, roce: &[u8], ip: &IpInfo<'_>) {
     let Ok(pkt) = wire::parse(roce, None) else {
         dev.counters.inc(Counter::Malformed);
-        return None;
+        return;
     };
-    let ud = match pkt.info().transport {
-        Transport::Rc => false,
-        Transport::Ud => true,
-        _ => {
-            dev.counters.inc(Counter::NoQp);
-            return None;
-        }
+    if checks::is_notification(pkt.info().transport) {
+        // A CNP: nothing rroce acts on.
+        return;
+    }
+    let guard = rcu::read_lock();
+    let Some(qp) = lookup_qp(dev, &pkt, &guard) else {
+        return;
     };
-    Some((pkt, ud))
+    if let Err(c) = check_type_keys(qp, &pkt) {
+        dev.counters.inc(c);
+        return;
+    }
+    dispatch(dev, qp, &pkt, ip, &guard);
 }
 
-/// The destination QP of `pkt`, if it exists and takes packets of its
-/// transport (`ud`).
+/// The destination QP of `pkt`, if it exists.
 fn lookup_qp<'g>(
     dev: &'g RroceDev,
     pkt: &wire::Packet<'_>,
-    ud: bool,
     guard: &'g rcu::Guard,
 ) -> Option<&'g QpState> {
     let qpn = pkt.bth().dest_qpn;
-    let Some(qp) = dev
-        .qps
-        .get(qpn as usize, guard)
-        .filter(|qp| check_type_state(qp, ud))
-    else {
+    let Some(qp) = dev.qps.get(qpn as usize, guard) else {
         dev.counters.inc(Counter::NoQp);
         return None;
     };
     Some(qp)
 }
 
-/// Whether the QP takes packets of the transport `ud`: datagrams for UD
-/// and GSI QPs, RC packets for RC QPs. (The QP's state is the transport's
-/// business, checked under the QP lock; a QP being destroyed takes none,
-/// see `QpState::deliver`.)
-fn check_type_state(qp: &QpState, ud: bool) -> bool {
-    qp.is_ud() == ud
+/// The default P_Key of the port (rroce's only P_Key table entry).
+const PORT_PKEY: u16 = wire::DEFAULT_PKEY;
+
+/// rxe's `check_type_state` and `check_keys` (the P_Key part; the UD
+/// receiver checks the Q_Key): the opcode is one the QP's type takes
+/// (datagrams for UD and GSI QPs, RC packets for RC QPs; rroce offers no
+/// UC), and the BTH P_Key matches the port's. (The QP's state is the
+/// transport's business, checked under the QP lock; a QP being destroyed
+/// takes none, see `QpState::deliver`.)
+fn check_type_keys(qp: &QpState, pkt: &wire::Packet<'_>) -> Result<(), Counter> {
+    if !checks::opcode_fits_qp(pkt.info().transport, qp.is_ud()) {
+        return Err(Counter::BadOpcode);
+    }
+    if !checks::pkey_matches(pkt.bth().pkey, PORT_PKEY) {
+        return Err(Counter::BadPkey);
+    }
+    Ok(())
 }
 
 /// Hands the packet to the transport under the QP lock: a UD request to
-/// the UD receiver, an RC request to the responder, an RC response to the
-/// completer; anything else is dropped. Then sends what they built.
-fn dispatch(qp: &QpState, pkt: &wire::Packet<'_>, ud: bool, l3: &[u8], guard: &rcu::Guard) {
+/// the UD receiver; for an RC QP, once the packet's addresses are the
+/// QP's path (rxe's `check_addr`), a request to the responder and a
+/// response to the completer. Then sends what they built.
+fn dispatch(dev: &RroceDev, qp: &QpState, pkt: &wire::Packet<'_>, ip: &IpInfo<'_>, guard: &rcu::Guard) {
     let direction = pkt.info().direction;
-    qp.deliver(guard, |ctx| match (ud, direction) {
-        (true, Direction::Request) => ctx.on_datagram(pkt, l3),
-        (true, _) => {}
-        (false, Direction::Request) => ctx.on_request(pkt),
-        (false, Direction::Response) => ctx.on_response(pkt),
-        (false, Direction::Notification) => {}
+    let ud = qp.is_ud();
+    let l3 = ip.header;
+    qp.deliver(guard, |ctx| {
+        if ud {
+            if direction == Direction::Request {
+                ctx.on_datagram(pkt, l3);
+            }
+            return;
+        }
+        match ctx.check_path(&ip.src, &ip.dst) {
+            Some(true) => {}
+            Some(false) => return dev.counters.inc(Counter::BadAddr),
+            // No path yet: the QP takes no packets.
+            None => return,
+        }
+        match direction {
+            Direction::Request => ctx.on_request(pkt),
+            Direction::Response => ctx.on_response(pkt),
+            Direction::Notification => {}
+        }
     });
 }
 
@@ -170,29 +211,49 @@ fn roce_payload(pkt: &[u8], ip_len: usize) -> Result<&[u8], Counter> {
     Ok(&pkt[ip_len + 8..])
 }
 
-/// The IP header length and the destination address as a GID (IPv4-mapped
-/// for IPv4), or `None` for anything but a plain IPv4/IPv6 header.
-fn ip_info(pkt: &[u8]) -> Option<(usize, [u8; 16])> {
+/// What the receive path reads of a packet's IP header.
+struct IpInfo<'p> {
+    /// The header's length.
+    len: usize,
+    /// The header itself.
+    header: &'p [u8],
+    /// Source and destination addresses as GIDs (IPv4-mapped for IPv4).
+    src: [u8; 16],
+    dst: [u8; 16],
+}
+
+/// The IP header of `pkt`, or `None` for anything but a plain IPv4 header
+/// or an IPv6 header followed by UDP.
+fn ip_info(pkt: &[u8]) -> Option<IpInfo<'_>> {
     let v = pkt.first()? >> 4;
-    let mut dst = [0u8; 16];
-    match v {
+    let (mut src, mut dst) = ([0u8; 16], [0u8; 16]);
+    let len = match v {
         4 => {
             let ihl = usize::from(pkt.first()? & 0x0f) * 4;
             if ihl != 20 || pkt.len() < 20 {
                 return None;
             }
-            dst[10] = 0xff;
-            dst[11] = 0xff;
-            dst[12..].copy_from_slice(pkt.get(16..20)?);
-            Some((20, dst))
+            for (g, at) in [(&mut src, 12), (&mut dst, 16)] {
+                g[10] = 0xff;
+                g[11] = 0xff;
+                g[12..].copy_from_slice(pkt.get(at..at + 4)?);
+            }
+            20
         }
         6 => {
             if pkt.len() < 40 || *pkt.get(6)? != 17 {
                 return None;
             }
+            src.copy_from_slice(pkt.get(8..24)?);
             dst.copy_from_slice(pkt.get(24..40)?);
-            Some((40, dst))
+            40
         }
-        _ => None,
-    }
+        _ => return None,
+    };
+    Some(IpInfo {
+        len,
+        header: pkt.get(..len)?,
+        src,
+        dst,
+    })
 }

@@ -13,6 +13,9 @@
 #include <linux/ip.h>
 #include <linux/ipv6.h>
 #include <net/ip.h>
+#include <linux/random.h>
+#include <linux/uaccess.h>
+#include <linux/if_vlan.h>
 #include <net/ipv6.h>
 #include <net/ip6_route.h>
 #include <net/route.h>
@@ -446,4 +449,50 @@ bool rroce_helper_in_atomic_bh(void)
 bool rroce_helper_irqs_off(void)
 {
 	return in_hardirq() || irqs_disabled();
+}
+
+/* Random bits for MR key bytes. */
+u32 rroce_helper_random_u32(void)
+{
+	return get_random_u32();
+}
+
+/* Copies between a kernel buffer and a kernel address a DMA MR names,
+ * without faulting: -EFAULT if the address is not mapped kernel memory, 0
+ * on success. Reads go through copy_from_kernel_nofault(); modules have no
+ * copy_to_kernel_nofault(), so writes go only to the linear map (what a
+ * kernel buffer's DMA address is on rroce), checked page by page.
+ */
+int rroce_helper_copy_kernel_nofault(void *buf, unsigned long addr, size_t len, bool to_addr)
+{
+	unsigned long p, last;
+
+	if (!to_addr)
+		return copy_from_kernel_nofault(buf, (const void *)addr, len) ? -EFAULT : 0;
+	if (!len)
+		return 0;
+	if (check_add_overflow(addr, len - 1, &last))
+		return -EFAULT;
+	for (p = addr & PAGE_MASK;; p += PAGE_SIZE) {
+		if (p < PAGE_OFFSET || p >= (unsigned long)high_memory ||
+		    !virt_addr_valid((void *)p))
+			return -EFAULT;
+		if (p >= (last & PAGE_MASK))
+			break;
+	}
+	memcpy((void *)addr, buf, len);
+	return 0;
+}
+
+/* Whether a received packet's netdev is a loopback device (a packet to a
+ * local address), and the real device under a VLAN device (or NULL).
+ */
+bool rroce_helper_netdev_is_loopback(struct net_device *ndev)
+{
+	return ndev->flags & IFF_LOOPBACK;
+}
+
+struct net_device *rroce_helper_vlan_real_dev(struct net_device *ndev)
+{
+	return is_vlan_dev(ndev) ? vlan_dev_real_dev(ndev) : NULL;
 }

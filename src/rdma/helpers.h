@@ -106,4 +106,9 @@ bool rroce_helper_cancel_work_sync(struct work_struct *work);
 bool rroce_helper_in_atomic_bh(void);
 bool rroce_helper_irqs_off(void);
 
+u32 rroce_helper_random_u32(void);
+int rroce_helper_copy_kernel_nofault(void *buf, unsigned long addr, size_t len, bool to_addr);
+bool rroce_helper_netdev_is_loopback(struct net_device *ndev);
+struct net_device *rroce_helper_vlan_real_dev(struct net_device *ndev);
+
 #endif /* RROCE_HELPERS_H */

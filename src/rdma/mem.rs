@@ -163,17 +163,21 @@ impl KernelMem {
         Self(())
     }
 
-    /// Copies between `buf` and kernel memory at `va`.
+    /// Copies between `buf` and kernel memory at `va`. The consumer
+    /// vouches for its ranges, but a peer names `va` too (through the
+    /// PD's global rkey): an address that is not mapped kernel memory is
+    /// refused, never faulted on.
     fn copy(&self, va: u64, buf: *mut u8, len: usize, to_mem: bool) -> Result<(), OutOfBounds> {
-        let p = usize::try_from(va).map_err(|_| OutOfBounds)? as *mut u8;
-        // SAFETY: the kernel consumer owning the MR vouches for `[va, va +
-        // len)` (type invariant); `buf` has `len` bytes (caller).
-        unsafe {
-            if to_mem {
-                core::ptr::copy(buf, p, len);
-            } else {
-                core::ptr::copy(p, buf, len);
-            }
+        let addr = kernel::ffi::c_ulong::try_from(va).map_err(|_| OutOfBounds)?;
+        // SAFETY: `buf` has `len` bytes (caller); the kernel address is
+        // accessed without faulting (`copy_{to,from}_kernel_nofault`), and
+        // the consumer owning the MR vouches for what it names (type
+        // invariant).
+        let r = unsafe {
+            sys::rroce_helper_copy_kernel_nofault(buf.cast(), addr, len, to_mem)
+        };
+        if r != 0 {
+            return Err(OutOfBounds);
         }
         Ok(())
     }

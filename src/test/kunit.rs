@@ -196,3 +196,17 @@ selftest_suite!(
         kernel_rc_qps,
     ]
 );
+
+// What a responder refuses from its peer, MR keys and the MR table's
+// limit, through a kernel consumer (the unmapped-address READ last).
+selftest_suite!(
+    rroce_peer,
+    crate::test::kconsumer::peer_selftest,
+    [
+        send_with_invalidate_refused,
+        dma_lkey_not_a_remote_key,
+        mr_keys_unpredictable,
+        mr_table_full,
+        dma_mr_bad_address,
+    ]
+);

@@ -13,8 +13,12 @@ use crate::{
     counters::Counter,
     engine::{
         psn::Psn,
-        rc::completer::{
-            self, response_in_range, response_limit, skip_ahead, AckClass, RemoteError, TimerAction,
+        rc::{
+            checks,
+            completer::{
+                self, response_in_range, response_limit, skip_ahead, AckClass, RemoteError,
+                TimerAction,
+            },
         },
         wire::{self, OpKind, Position, Syndrome},
     },
@@ -122,6 +126,13 @@ impl Ctx<'_> {
         }
         let psn = pkt.psn();
         let info = pkt.info();
+        // A response when nothing is outstanding, or beyond anything sent,
+        // answers no request: dropped and counted.
+        let r = &self.inner.req;
+        if !checks::response_expected(psn, Psn::new(r.una), Psn::new(r.max_psn)) {
+            self.dev.counters.inc(Counter::UnexpectedResp);
+            return;
+        }
         // Only responses to what was sent count. An ACK or NAK may cover
         // packets sent before a rewind for retransmission (up to `max_psn`);
         // READ and atomic responses count only up to the resend point, so
@@ -250,6 +261,8 @@ impl Ctx<'_> {
     fn on_read_response(&mut self, pkt: &wire::Packet<'_>) {
         let psn = pkt.psn();
         let Some((k, mut op)) = self.response_target(psn) else {
+            // Not the PSN of a READ or atomic outstanding.
+            self.dev.counters.inc(Counter::UnexpectedResp);
             return;
         };
         if op.opcode != abi::WR_RDMA_READ {
@@ -262,7 +275,10 @@ impl Ctx<'_> {
             return;
         }
         let mtu = self.mtu();
-        let off = idx * mtu;
+        // (The MTU may have changed since the WQE was cut: no overflow.)
+        let Some(off) = idx.checked_mul(mtu) else {
+            return self.fail_head(WcStatus::BadRespErr);
+        };
         let data = pkt.payload();
         let expect = (op.len - off.min(op.len)).min(mtu) as usize;
         let pos = pkt.info().position;
@@ -321,6 +337,8 @@ impl Ctx<'_> {
     fn on_atomic_ack(&mut self, pkt: &wire::Packet<'_>) {
         let psn = pkt.psn();
         let Some((k, mut op)) = self.response_target(psn) else {
+            // Not the PSN of a READ or atomic outstanding.
+            self.dev.counters.inc(Counter::UnexpectedResp);
             return;
         };
         let Some(ack) = pkt.headers().atomic_ack_eth else {

@@ -39,7 +39,7 @@ use crate::{
     dev::RroceDev,
     engine::{
         psn::Psn,
-        rc::{responder::AtomicReplay, window::Window},
+        rc::{responder::RdTable, window::Window},
         wire::{self, Bth, Headers, Opcode},
     },
     mr::{self, AccessError, SgeError, SgeList},
@@ -185,8 +185,9 @@ pub(crate) struct Resp {
     nak_sent: bool,
     recv: RecvCtx,
     write: WriteCtx,
-    /// Results of recent atomics by PSN, for replays.
-    atomics: AtomicReplay,
+    /// The READ/atomic requests remembered for duplicates (their slots are
+    /// in `TransportState::resp_q`).
+    rd: RdTable,
 }
 
 /// Bytes of an `enum ib_mtu`.

@@ -14,136 +14,28 @@ use crate::{
     cq::Kind,
     engine::{
         psn::Psn,
-        rc::responder::{self, Duplicate, RequestClass},
+        rc::{
+            checks,
+            responder::{self, Duplicate, RdEntry, RdKind, RequestClass},
+        },
         wire::{self, Aeth, AtomicAckEth, Headers, NakCode, OpKind, Opcode, Position, Syndrome},
     },
     mr::{self, AccessError},
     rdma::sys,
 };
 
-/// A response still to build.
-#[derive(Clone, Copy)]
-enum RespItem {
-    Read {
-        va: u64,
-        rkey: u32,
-        len: u32,
-        psn: u32,
-        npkts: u32,
-        next: u32,
-        msn: u32,
-    },
-    Ack {
-        syndrome: Syndrome,
-        psn: u32,
-        msn: u32,
-    },
-    AtomicAck {
-        psn: u32,
-        msn: u32,
-        orig: u64,
-    },
-}
+mod queue;
 
-/// Responses queued behind a READ (more than `max_dest_rd_atomic`, 128,
-/// READs plus the ACKs between them).
-const RESP_QUEUE: usize = 160;
+pub(crate) use queue::RespQueue;
+use queue::{ReadItem, RespItem};
 
 /// READ response packets built per call in softirq context.
 const RESP_BURST: u32 = 64;
 
-/// A fixed ring of [`RespItem`]s: the responses not yet built, in PSN
-/// order. READ responses are built a burst at a time (a large READ must not
-/// become thousands of packets at once), and an ACK or atomic ACK for a
-/// later request waits behind them. Heap-allocated: it is too large for a
-/// kernel stack.
-pub(crate) struct RespQueue {
-    items: KVec<Option<RespItem>>,
-    head: usize,
-    len: usize,
-}
-
-impl RespQueue {
-    /// An empty queue of [`RESP_QUEUE`] entries.
-    pub(crate) fn new() -> Result<Self> {
-        let mut items = KVec::with_capacity(RESP_QUEUE, GFP_KERNEL)?;
-        for _ in 0..RESP_QUEUE {
-            items.push(None, GFP_KERNEL)?;
-        }
-        Ok(Self {
-            items,
-            head: 0,
-            len: 0,
-        })
-    }
-
-    /// Drops every queued response.
-    pub(crate) fn clear(&mut self) {
-        for i in self.items.iter_mut() {
-            *i = None;
-        }
-        self.head = 0;
-        self.len = 0;
-    }
-
-    fn slot(&mut self, i: usize) -> Option<&mut Option<RespItem>> {
-        let cap = self.items.len();
-        self.items.get_mut(i % cap.max(1))
-    }
-
-    fn push(&mut self, item: RespItem) -> bool {
-        // A new ACK replaces an ACK at the tail: ACKs are cumulative.
-        if let (RespItem::Ack { .. }, Some(last)) = (item, self.len.checked_sub(1)) {
-            let i = self.head + last;
-            if let Some(slot @ Some(RespItem::Ack { .. })) = self.slot(i) {
-                *slot = Some(item);
-                return true;
-            }
-        }
-        if self.len >= self.items.len() {
-            return false;
-        }
-        let i = self.head + self.len;
-        match self.slot(i) {
-            Some(slot) => *slot = Some(item),
-            None => return false,
-        }
-        self.len += 1;
-        true
-    }
-
-    fn front(&self) -> Option<RespItem> {
-        if self.len == 0 {
-            None
-        } else {
-            self.items.get(self.head).copied().flatten()
-        }
-    }
-
-    fn set_front(&mut self, item: RespItem) {
-        if self.len != 0 {
-            let h = self.head;
-            if let Some(slot) = self.slot(h) {
-                *slot = Some(item);
-            }
-        }
-    }
-
-    fn pop(&mut self) {
-        if self.len != 0 {
-            let h = self.head;
-            if let Some(slot) = self.slot(h) {
-                *slot = None;
-            }
-            self.head = (self.head + 1) % self.items.len().max(1);
-            self.len -= 1;
-        }
-    }
-
-    pub(crate) fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-}
+/// Packets the responder leaves queued for sending per QP: beyond this,
+/// READ responses wait in the response queue (built by the work item once
+/// the QP's packets are sent) instead of piling up as skbs.
+const RESP_TX_CAP: usize = 64;
 
 impl Resp {
     /// A request was processed: `next` is the next expected PSN, the gap
@@ -187,86 +79,80 @@ impl Ctx<'_> {
         matches!(self.queue(&h, 0, |_, _| Ok(())), Ok(true))
     }
 
-    /// Packet `i` of a READ's responses; `false` if it could not be built
-    /// now (memory).
-    fn emit_read_packet(&mut self, item: RespItem) -> bool {
-        let RespItem::Read {
-            va,
-            rkey,
-            len,
-            psn,
-            npkts,
-            next: i,
-            msn,
-        } = item
-        else {
-            return true;
+    /// The next packet of a READ's responses. Every packet checks the
+    /// R_Key, PD, access and bounds of what it reads again, as the request
+    /// was checked (the MR may have been deregistered, and its key reused,
+    /// since): if that fails now the READ ends with a remote access error
+    /// NAK (`Err`). `Ok(false)`: not built now (memory).
+    fn emit_read_packet(&mut self, r: ReadItem) -> Result<bool, ()> {
+        let i = r.next;
+        let psn = Psn::new(r.psn).add(i).get();
+        let Some((off, n)) = r.packet() else {
+            self.resp_fatal(NakCode::RemoteAccessError, psn);
+            return Err(());
         };
-        let mtu = self.mtu();
-        let off = i * mtu;
-        let n = (len - off.min(len)).min(mtu);
-        let opcode = match (npkts == 1, i == 0, i + 1 == npkts) {
+        let opcode = match (r.npkts == 1, i == 0, i.checked_add(1) == Some(r.npkts)) {
             (true, _, _) => Opcode::RcReadResponseOnly,
             (false, true, _) => Opcode::RcReadResponseFirst,
             (false, false, true) => Opcode::RcReadResponseLast,
             _ => Opcode::RcReadResponseMiddle,
         };
-        let mut h = Headers::new(self.bth(opcode, Psn::new(psn).add(i).get()));
+        let mut h = Headers::new(self.bth(opcode, psn));
         if opcode.info().has(wire::Ext::Aeth) {
             h.aeth = Some(Aeth {
                 syndrome: Syndrome::Ack {
                     credits: Syndrome::CREDITS_INVALID,
                 },
-                msn,
+                msn: r.msn,
             });
         }
-        let va = va.wrapping_add(u64::from(off));
-        let r = self.queue(&h, n as usize, |ctx, buf| {
+        let va = r.va.checked_add(u64::from(off));
+        let built = self.queue(&h, n as usize, |ctx, buf| {
             if buf.is_empty() {
                 return Ok(());
             }
-            // Looked up again: the MR may have gone since the request was
-            // accepted; then the rest of this READ is not sent.
-            let mr = mr::lookup(ctx.dev, rkey, ctx.rcu).ok_or(SgeError::Prot)?;
+            let va = va.ok_or(SgeError::Prot)?;
+            let need = sys::ib_access_flags_IB_ACCESS_REMOTE_READ;
+            let mr = ctx.remote_mr(r.rkey, va, n, need).ok_or(SgeError::Prot)?;
             mr.read(va, buf).map_err(|_| SgeError::Prot)
         });
-        // Unreadable now (`Err`): give up on this READ.
-        r.unwrap_or(true)
+        match built {
+            Ok(b) => Ok(b),
+            Err(_) => {
+                self.resp_fatal(NakCode::RemoteAccessError, psn);
+                Err(())
+            }
+        }
     }
 
-    /// Builds up to `budget` queued responses, in order.
+    /// Builds up to `budget` queued responses, in order, while fewer than
+    /// [`RESP_TX_CAP`] of the QP's packets wait to be sent; the rest stay
+    /// queued for the work item.
     pub(crate) fn pump_responses(&mut self, mut budget: u32) {
-        while budget > 0 {
+        while budget > 0 && self.inner.tx.len() < RESP_TX_CAP {
             let Some(item) = self.inner.resp_q.front() else {
                 return;
             };
             let built = match item {
                 RespItem::Ack { syndrome, psn, msn } => self.emit_ack(syndrome, psn, msn),
                 RespItem::AtomicAck { psn, msn, orig } => self.emit_atomic_ack(psn, msn, orig),
-                RespItem::Read { .. } => self.emit_read_packet(item),
+                RespItem::Read(r) => match self.emit_read_packet(r) {
+                    Ok(b) => b,
+                    // The READ failed: the QP is in the error state.
+                    Err(()) => return,
+                },
             };
             if !built {
                 return;
             }
             budget -= 1;
             match item {
-                RespItem::Read {
-                    va,
-                    rkey,
-                    len,
-                    psn,
-                    npkts,
-                    next,
-                    msn,
-                } if next + 1 < npkts => self.inner.resp_q.set_front(RespItem::Read {
-                    va,
-                    rkey,
-                    len,
-                    psn,
-                    npkts,
-                    next: next + 1,
-                    msn,
-                }),
+                RespItem::Read(r) if r.next.saturating_add(1) < r.npkts => {
+                    self.inner.resp_q.set_front(RespItem::Read(ReadItem {
+                        next: r.next + 1,
+                        ..r
+                    }))
+                }
                 _ => self.inner.resp_q.pop(),
             }
         }
@@ -292,11 +178,25 @@ impl Ctx<'_> {
             code,
             psn
         );
+        match code {
+            NakCode::InvalidRequest => self.dev.counters.inc(Counter::SentNakInvReq),
+            NakCode::RemoteAccessError => self.dev.counters.inc(Counter::SentNakRemAccess),
+            _ => {}
+        }
         // Nothing queued behind an error is sent; the NAK goes now.
         self.inner.resp_q.clear();
         let msn = self.inner.resp.msn & wire::QPN_MASK;
         self.emit_ack(Syndrome::Nak(code), psn, msn);
         self.enter_error();
+    }
+
+    /// Whether a packet from `src` to `dst` (IP addresses as GIDs) came
+    /// over this connected QP's path, as rxe's `check_addr`: from the
+    /// AV's destination to its source GID. `None`: the QP has no path yet
+    /// (before RTR) and takes no packets.
+    pub(crate) fn check_path(&self, src: &[u8; 16], dst: &[u8; 16]) -> Option<bool> {
+        let av = self.inner.attrs.av.as_ref()?;
+        Some(checks::path_matches(src, dst, &av.dgid, &av.sgid))
     }
 
     /// The responder: a request packet.
@@ -336,11 +236,17 @@ impl Ctx<'_> {
         if !responder::payload_len_ok(info.kind, info.position, pkt.payload().len(), mtu) {
             return self.resp_fatal(NakCode::InvalidRequest, psn.get());
         }
+        // SEND with invalidate: rroce has no fast registration, so there is
+        // nothing it could invalidate (rxe without FRWR refuses it too).
+        let h = pkt.headers();
+        if h.ieth.is_some() || h.reth.is_some_and(|r| !responder::reth_len_ok(r.len)) {
+            return self.resp_fatal(NakCode::InvalidRequest, psn.get());
+        }
         match info.kind {
             OpKind::Send => self.on_send(pkt),
             OpKind::RdmaWrite => self.on_write(pkt),
-            OpKind::RdmaReadRequest => self.on_read_request(pkt, false),
-            OpKind::CompareSwap | OpKind::FetchAdd => self.on_atomic(pkt, false),
+            OpKind::RdmaReadRequest => self.on_read_request(pkt),
+            OpKind::CompareSwap | OpKind::FetchAdd => self.on_atomic(pkt),
             _ => self.resp_fatal(NakCode::InvalidRequest, psn.get()),
         }
     }
@@ -472,12 +378,9 @@ impl Ctx<'_> {
                 src_qp: self.inner.attrs.dest_qpn,
                 ..Completion::new(r.wr_id, WcStatus::Success, WcOpcode::Recv, self.qp.qpn)
             };
-            // No opcode carries both.
+            // (A SEND with invalidate never gets here.)
             if let Some(imm) = h.imm_dt {
                 c.ex = WcEx::Imm(imm.imm.to_be());
-            }
-            if let Some(ieth) = h.ieth {
-                c.ex = WcEx::Inv(ieth.rkey);
             }
             self.complete_recv(c, pkt.bth().solicited);
         }
@@ -490,7 +393,7 @@ impl Ctx<'_> {
         if self.inner.attrs.access & need != need {
             return None;
         }
-        let mr = mr::lookup(self.dev, rkey, self.rcu)?;
+        let mr = mr::lookup_remote(self.dev, rkey, self.rcu)?;
         mr.check(self.qp.pd, va, u64::from(len), need).ok()?;
         Some(mr)
     }
@@ -581,13 +484,36 @@ impl Ctx<'_> {
         self.resp_next(pkt, end);
     }
 
-    /// A READ request (new, or a duplicate to replay).
-    fn on_read_request(&mut self, pkt: &wire::Packet<'_>, replay: bool) {
+    /// The QP's `max_dest_rd_atomic`: how many READ/atomic requests are
+    /// remembered and may be outstanding.
+    fn rd_cap(&self) -> usize {
+        usize::from(self.inner.attrs.max_dest_rd_atomic)
+    }
+
+    /// A new READ/atomic request may be accepted: the QP takes them and
+    /// fewer than `max_dest_rd_atomic` still have responses to build.
+    fn admit_rd_atomic(&mut self) -> bool {
+        let outstanding = self.inner.resp_q.outstanding();
+        responder::admit_rd_atomic(self.inner.attrs.max_dest_rd_atomic, outstanding)
+    }
+
+    /// Remembers an accepted READ/atomic request for duplicates.
+    fn remember(&mut self, e: RdEntry) {
+        let cap = self.rd_cap();
+        let slots = &mut self.inner.resp_q.rd;
+        self.inner.resp.rd.remember(slots, cap, e);
+    }
+
+    /// A new READ request.
+    fn on_read_request(&mut self, pkt: &wire::Packet<'_>) {
         let psn = pkt.psn();
         let Some(reth) = pkt.headers().reth else {
             return self.resp_fatal(NakCode::InvalidRequest, psn.get());
         };
         let mtu = self.mtu();
+        if mtu == 0 || !self.admit_rd_atomic() {
+            return self.resp_fatal(NakCode::InvalidRequest, psn.get());
+        }
         let npkts = reth.len.div_ceil(mtu).max(1);
         if reth.len > 0
             && self
@@ -599,15 +525,20 @@ impl Ctx<'_> {
                 )
                 .is_none()
         {
-            if replay {
-                return;
-            }
             return self.resp_fatal(NakCode::RemoteAccessError, psn.get());
         }
-        if !replay {
-            self.inner.resp.accept(psn.add(npkts), true);
-        }
-        let item = RespItem::Read {
+        self.inner.resp.accept(psn.add(npkts), true);
+        self.remember(RdEntry {
+            kind: RdKind::Read,
+            psn: psn.get(),
+            npkts,
+            rkey: reth.rkey,
+            va: reth.va,
+            len: reth.len,
+            mtu,
+            orig: 0,
+        });
+        let item = ReadItem {
             va: reth.va,
             rkey: reth.rkey,
             len: reth.len,
@@ -615,66 +546,125 @@ impl Ctx<'_> {
             npkts,
             next: 0,
             msn: self.inner.resp.msn,
+            mtu,
+            replay: false,
         };
-        // A full queue drops the request; the requester asks again.
-        if self.inner.resp_q.push(item) {
+        // A full queue drops the responses; the requester asks again and
+        // the duplicate is answered from the remembered request.
+        if self.inner.resp_q.push(RespItem::Read(item)) {
             self.pump_responses(RESP_BURST);
         }
     }
 
-    fn on_atomic(&mut self, pkt: &wire::Packet<'_>, replay: bool) {
+    /// A duplicate READ: answered only if it repeats a remembered request,
+    /// from the PSN it names, with the remembered parameters (checked
+    /// again per packet).
+    fn replay_read(&mut self, pkt: &wire::Packet<'_>) {
+        let Some(reth) = pkt.headers().reth else {
+            return;
+        };
+        let (cap, mtu) = (self.rd_cap(), self.mtu());
+        let slots = &self.inner.resp_q.rd;
+        let req = (reth.rkey, reth.va, reth.len);
+        let Some(r) = self.inner.resp.rd.find_read(slots, cap, pkt.psn(), req, mtu) else {
+            self.dev.counters.inc(Counter::BadDup);
+            return;
+        };
+        let item = ReadItem {
+            va: r.va,
+            rkey: r.rkey,
+            len: r.len,
+            psn: r.psn.get(),
+            npkts: r.npkts,
+            next: 0,
+            // Covers the messages up to the READ's: the one before it.
+            msn: self.inner.resp.msn,
+            mtu,
+            replay: true,
+        };
+        // Still being answered: start again from that PSN.
+        if self.inner.resp_q.restart_read(item) || self.inner.resp_q.push(RespItem::Read(item)) {
+            self.pump_responses(RESP_BURST);
+        }
+    }
+
+    /// A new atomic request.
+    fn on_atomic(&mut self, pkt: &wire::Packet<'_>) {
         let psn = pkt.psn();
         let Some(a) = pkt.headers().atomic_eth else {
             return self.resp_fatal(NakCode::InvalidRequest, psn.get());
         };
-        let orig = if replay {
-            match self.inner.resp.atomics.lookup(psn) {
-                Some(v) => v,
-                None => return,
+        if a.va % 8 != 0 || !self.admit_rd_atomic() {
+            return self.resp_fatal(NakCode::InvalidRequest, psn.get());
+        }
+        let Some(mr) = self.remote_mr(
+            a.rkey,
+            a.va,
+            8,
+            sys::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC,
+        ) else {
+            return self.resp_fatal(NakCode::RemoteAccessError, psn.get());
+        };
+        let guard = ATOMIC_LOCK.lock();
+        let mut cur = [0u8; 8];
+        if mr.read(a.va, &mut cur).is_err() {
+            drop(guard);
+            return self.resp_fatal(NakCode::RemoteAccessError, psn.get());
+        }
+        let old = u64::from_ne_bytes(cur);
+        let new = if pkt.info().kind == OpKind::CompareSwap {
+            if old == a.compare {
+                a.swap_add
+            } else {
+                old
             }
         } else {
-            if a.va % 8 != 0 {
-                return self.resp_fatal(NakCode::InvalidRequest, psn.get());
-            }
-            let Some(mr) = self.remote_mr(
-                a.rkey,
-                a.va,
-                8,
-                sys::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC,
-            ) else {
-                return self.resp_fatal(NakCode::RemoteAccessError, psn.get());
-            };
-            let guard = ATOMIC_LOCK.lock();
-            let mut cur = [0u8; 8];
-            if mr.read(a.va, &mut cur).is_err() {
-                drop(guard);
-                return self.resp_fatal(NakCode::RemoteAccessError, psn.get());
-            }
-            let old = u64::from_ne_bytes(cur);
-            let new = if pkt.info().kind == OpKind::CompareSwap {
-                if old == a.compare {
-                    a.swap_add
-                } else {
-                    old
-                }
-            } else {
-                old.wrapping_add(a.swap_add)
-            };
-            let _ = mr.write(a.va, &new.to_ne_bytes());
-            drop(guard);
-            self.inner.resp.atomics.remember(psn, old);
-            self.inner.resp.accept(psn.next(), true);
-            old
+            old.wrapping_add(a.swap_add)
         };
+        let written = mr.write(a.va, &new.to_ne_bytes());
+        drop(guard);
+        if written.is_err() {
+            return self.resp_fatal(NakCode::RemoteAccessError, psn.get());
+        }
+        let mtu = self.mtu();
+        self.remember(RdEntry {
+            kind: RdKind::Atomic,
+            psn: psn.get(),
+            npkts: 1,
+            rkey: a.rkey,
+            va: a.va,
+            len: 8,
+            mtu,
+            orig: old,
+        });
+        self.inner.resp.accept(psn.next(), true);
+        self.queue_atomic_ack(psn.get(), old);
+    }
+
+    /// A duplicate atomic: its remembered original value is sent again;
+    /// one that repeats no remembered atomic is dropped (never executed
+    /// again).
+    fn replay_atomic(&mut self, pkt: &wire::Packet<'_>) {
+        let Some(a) = pkt.headers().atomic_eth else {
+            return;
+        };
+        let cap = self.rd_cap();
+        let slots = &self.inner.resp_q.rd;
+        let Some(orig) = self.inner.resp.rd.find_atomic(slots, cap, pkt.psn(), a.rkey, a.va) else {
+            self.dev.counters.inc(Counter::BadDup);
+            return;
+        };
+        self.queue_atomic_ack(pkt.psn().get(), orig);
+    }
+
+    /// The atomic ACK at `psn` returning `orig`: now, or behind queued
+    /// responses.
+    fn queue_atomic_ack(&mut self, psn: u32, orig: u64) {
         let msn = self.inner.resp.msn;
         if self.inner.resp_q.is_empty() {
-            self.emit_atomic_ack(psn.get(), msn, orig);
+            self.emit_atomic_ack(psn, msn, orig);
         } else {
-            let _ = self.inner.resp_q.push(RespItem::AtomicAck {
-                psn: psn.get(),
-                msn,
-                orig,
-            });
+            let _ = self.inner.resp_q.push(RespItem::AtomicAck { psn, msn, orig });
         }
     }
 
@@ -682,8 +672,8 @@ impl Ctx<'_> {
     fn duplicate(&mut self, pkt: &wire::Packet<'_>) {
         let epsn = Psn::new(self.inner.resp.epsn);
         match responder::duplicate_action(pkt.info().kind, pkt.bth().ack_req, epsn) {
-            Duplicate::ReplayRead => self.on_read_request(pkt, true),
-            Duplicate::ReplayAtomic => self.on_atomic(pkt, true),
+            Duplicate::ReplayRead => self.replay_read(pkt),
+            Duplicate::ReplayAtomic => self.replay_atomic(pkt),
             // Everything up to epsn - 1 was received: say so.
             Duplicate::Ack(last) => self.send_ack(
                 Syndrome::Ack {

@@ -16,8 +16,13 @@
 //!   the RNR retry budget, the timer, and where go-back-N resumes.
 //! - [`responder`]: new, duplicate or out-of-sequence request; opcode
 //!   sequence and payload length checks; what a duplicate is answered with,
-//!   and the remembered atomic results it is replayed from.
+//!   the remembered READ/atomic requests it is replayed from, and the
+//!   `max_dest_rd_atomic` limit.
+//! - [`checks`]: the receive path's checks of a packet against its QP
+//!   (opcode for the QP type, P_Key, path addresses) and of a response
+//!   against what is outstanding.
 
+pub mod checks;
 pub mod completer;
 pub mod responder;
 pub mod window;

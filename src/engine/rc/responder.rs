@@ -2,7 +2,9 @@
 
 //! The responder's decisions: new, duplicate or out-of-sequence request,
 //! the opcode sequence and payload length checks, what a duplicate is
-//! answered with, and the remembered atomic results it is replayed from.
+//! answered with, and the remembered READ/atomic requests it is replayed
+//! from ([`RdTable`]); the `max_dest_rd_atomic` limit and the message
+//! length cap.
 
 use crate::engine::{
     psn::{Psn, PsnClass},
@@ -71,11 +73,11 @@ pub const fn payload_len_ok(kind: OpKind, position: Position, len: usize, mtu: u
 /// How a duplicate request is answered.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Duplicate {
-    /// A READ: its responses are built again from the memory as it is now
-    /// (the request is checked again, not recorded).
+    /// A READ: answered again if it matches a remembered request
+    /// ([`find_read_replay`]), from the memory as it is now, else dropped.
     ReplayRead,
     /// An atomic: its original result is sent again if it is still
-    /// remembered ([`AtomicReplay::lookup`]), else nothing.
+    /// remembered ([`find_atomic_replay`]), else dropped.
     ReplayAtomic,
     /// A SEND or WRITE asking for an ACK: acknowledge everything received,
     /// through this PSN (the expected one minus one).
@@ -95,36 +97,202 @@ pub const fn duplicate_action(kind: OpKind, ack_req: bool, epsn: Psn) -> Duplica
     }
 }
 
-/// Atomic results remembered for replays.
-pub const ATOMIC_REPLAYS: usize = 8;
+/// Largest message length (IBTA: 2^31 bytes); a READ or WRITE asking for
+/// more is an invalid request.
+pub const MAX_MSG_LEN: u32 = 1 << 31;
 
-/// The results of the last [`ATOMIC_REPLAYS`] atomics, by PSN: a duplicate
-/// atomic must return the original value, not execute again.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct AtomicReplay {
-    /// (PSN, original value, valid).
-    slots: [(u32, u64, bool); ATOMIC_REPLAYS],
-    /// The slot the next result goes to (modulo [`ATOMIC_REPLAYS`]).
-    next: usize,
+/// Whether a RETH's DMA length is one a message may have.
+pub const fn reth_len_ok(len: u32) -> bool {
+    len <= MAX_MSG_LEN
 }
 
-impl AtomicReplay {
-    /// Remembers the original value `orig` of the atomic at `psn`,
-    /// replacing the oldest remembered one.
-    pub fn remember(&mut self, psn: Psn, orig: u64) {
-        let slot = self.next % ATOMIC_REPLAYS;
-        if let Some(s) = self.slots.get_mut(slot) {
-            *s = (psn.get(), orig, true);
+/// Whether one more READ/atomic request may be accepted while
+/// `outstanding` earlier ones still have responses to build, with the QP's
+/// `max_dest_rd_atomic`. A requester keeps at most its `max_rd_atomic`
+/// (never above our `max_dest_rd_atomic`) unanswered, so more is an
+/// invalid request, as is any READ/atomic with a limit of 0.
+pub const fn admit_rd_atomic(max_dest_rd_atomic: u8, outstanding: usize) -> bool {
+    outstanding < max_dest_rd_atomic as usize
+}
+
+/// What a remembered request was.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RdKind {
+    /// An empty slot.
+    #[default]
+    Free,
+    /// An RDMA READ.
+    Read,
+    /// A CmpSwap or FetchAdd.
+    Atomic,
+}
+
+/// A READ or atomic request the responder accepted, remembered so that a
+/// duplicate of it can be answered (and one of nothing cannot).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RdEntry {
+    /// Read, atomic, or a free slot.
+    pub kind: RdKind,
+    /// PSN of the request (the first response's).
+    pub psn: u32,
+    /// Response packets (1 for an atomic).
+    pub npkts: u32,
+    /// The request's R_Key, virtual address and length.
+    pub rkey: u32,
+    /// See `rkey`.
+    pub va: u64,
+    /// See `rkey`.
+    pub len: u32,
+    /// Path MTU the responses were cut at (READ).
+    pub mtu: u32,
+    /// An atomic's original value (what its ACK returned).
+    pub orig: u64,
+}
+
+/// The last `max_dest_rd_atomic` accepted READ/atomic requests, kept in a
+/// slot array the caller owns (`slots`, at least as long as any
+/// `max_dest_rd_atomic` it passes as `cap`): a new request replaces the
+/// oldest.
+///
+/// A new table (`RdTable::default()`, as the responder's state is reset
+/// at RTR) has forgotten everything: whatever its slots still hold is
+/// ignored by [`RdTable::find_read`] and [`RdTable::find_atomic`], and
+/// cleared when it first remembers a request.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RdTable {
+    /// The slot the next request goes to (modulo `cap`).
+    next: usize,
+    /// The slots hold this table's requests (else stale ones).
+    live: bool,
+}
+
+impl RdTable {
+    /// Remembers `entry` in `slots[..cap]`, replacing the oldest; nothing
+    /// is remembered with a `cap` of 0.
+    pub fn remember(&mut self, slots: &mut [RdEntry], cap: usize, entry: RdEntry) {
+        if !self.live {
+            self.clear(slots);
         }
-        self.next = slot + 1;
+        let cap = cap.min(slots.len());
+        if cap == 0 {
+            return;
+        }
+        let i = self.next % cap;
+        if let Some(s) = slots.get_mut(i) {
+            *s = entry;
+        }
+        self.next = (i + 1) % cap;
     }
 
-    /// The original value of the atomic at `psn`, if still remembered
-    /// (the first slot holding that PSN).
-    pub fn lookup(&self, psn: Psn) -> Option<u64> {
-        self.slots
-            .iter()
-            .find(|(p, _, valid)| *valid && *p == psn.get())
-            .map(|(_, v, _)| *v)
+    /// Forgets every request.
+    pub fn clear(&mut self, slots: &mut [RdEntry]) {
+        slots.fill(RdEntry::default());
+        self.next = 0;
+        self.live = true;
     }
+
+    /// [`find_read_replay`] in this table's requests.
+    pub fn find_read(
+        &self,
+        slots: &[RdEntry],
+        cap: usize,
+        psn: Psn,
+        req: (u32, u64, u32),
+        mtu: u32,
+    ) -> Option<ReadReplay> {
+        self.live
+            .then(|| find_read_replay(slots, cap, psn, req, mtu))
+            .flatten()
+    }
+
+    /// [`find_atomic_replay`] in this table's requests.
+    pub fn find_atomic(
+        &self,
+        slots: &[RdEntry],
+        cap: usize,
+        psn: Psn,
+        rkey: u32,
+        va: u64,
+    ) -> Option<u64> {
+        self.live
+            .then(|| find_atomic_replay(slots, cap, psn, rkey, va))
+            .flatten()
+    }
+}
+
+/// How a duplicate READ is answered: responses from `psn` on, for `len`
+/// bytes at `va` under `rkey` (the remembered request's, from that PSN).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReadReplay {
+    /// PSN of the first response to send again.
+    pub psn: Psn,
+    /// Where the data starts.
+    pub va: u64,
+    /// Bytes left from `va`.
+    pub len: u32,
+    /// Response packets from `psn` on.
+    pub npkts: u32,
+    /// The remembered R_Key.
+    pub rkey: u32,
+}
+
+/// The remembered READ in `slots[..cap]` a duplicate READ at `psn` for
+/// (`rkey`, `va`, `len`) repeats, at path MTU `mtu`, and how to answer
+/// it; `None` if it repeats none (the duplicate is dropped).
+///
+/// As rxe's `find_resource`: the PSN may fall anywhere in the remembered
+/// request's response PSNs (a requester resumes a READ after a lost
+/// response), the R_Key must be the same and the range asked for must lie
+/// inside the one remembered. The answer comes from the remembered
+/// request, from that PSN on, so no duplicate reads anything the original
+/// did not.
+pub fn find_read_replay(
+    slots: &[RdEntry],
+    cap: usize,
+    psn: Psn,
+    (rkey, va, len): (u32, u64, u32),
+    mtu: u32,
+) -> Option<ReadReplay> {
+    let e = slots
+        .get(..cap.min(slots.len()))?
+        .iter()
+        .find(|e| e.kind == RdKind::Read && psn.distance_from(Psn::new(e.psn)) < e.npkts)?;
+    if e.rkey != rkey || e.mtu != mtu {
+        return None;
+    }
+    let k = psn.distance_from(Psn::new(e.psn));
+    let off = u64::from(k).checked_mul(u64::from(e.mtu))?;
+    let off32 = u32::try_from(off)
+        .ok()
+        .filter(|o| *o <= e.len || e.len == 0)?;
+    let end = va.checked_add(u64::from(len))?;
+    let e_end = e.va.checked_add(u64::from(e.len))?;
+    if va < e.va || end > e_end {
+        return None;
+    }
+    let left = e.len - off32.min(e.len);
+    Some(ReadReplay {
+        psn,
+        va: e.va.checked_add(off)?,
+        len: left,
+        npkts: e.npkts - k,
+        rkey: e.rkey,
+    })
+}
+
+/// The original value of the remembered atomic in `slots[..cap]` that a
+/// duplicate atomic at `psn` for (`rkey`, `va`) repeats; `None` if none
+/// (the duplicate is dropped, never executed again).
+pub fn find_atomic_replay(
+    slots: &[RdEntry],
+    cap: usize,
+    psn: Psn,
+    rkey: u32,
+    va: u64,
+) -> Option<u64> {
+    slots
+        .get(..cap.min(slots.len()))?
+        .iter()
+        .find(|e| e.kind == RdKind::Atomic && e.psn == psn.get() && e.rkey == rkey && e.va == va)
+        .map(|e| e.orig)
 }

@@ -3,20 +3,22 @@
 //! Host tests of the RC transport's decisions.
 
 use super::{
+    checks::{is_notification, opcode_fits_qp, path_matches, pkey_matches, response_expected},
     completer::{
         classify_ack, nak_acks_through, on_timer, read_retry, response_in_range, response_limit,
         rewind_on_sequence_nak, rewind_target, rnr_retry, skip_ahead, AckClass, RemoteError,
         Rewind, SentWqe, TimerAction, RNR_RETRY_INFINITE,
     },
     responder::{
-        classify_request, duplicate_action, opcode_sequence_ok, payload_len_ok, AtomicReplay,
-        Duplicate, RequestClass, ATOMIC_REPLAYS,
+        admit_rd_atomic, classify_request, duplicate_action, find_atomic_replay, find_read_replay,
+        opcode_sequence_ok, payload_len_ok, reth_len_ok, Duplicate, RdEntry, RdKind, RdTable,
+        ReadReplay, RequestClass, MAX_MSG_LEN,
     },
     window::{Window, ACK_EVERY, MIN_WINDOW, WINDOW},
 };
 use crate::engine::{
     psn::{Psn, PSN_HALF, PSN_MASK},
-    wire::{NakCode, OpKind, Position, Syndrome},
+    wire::{NakCode, OpKind, Position, Syndrome, Transport},
 };
 
 fn p(v: u32) -> Psn {
@@ -415,28 +417,267 @@ fn duplicate_answers() {
     assert_eq!(duplicate_action(OpKind::Send, false, e), Duplicate::Ignore);
 }
 
-#[test]
-fn atomic_replay_lookup_and_eviction() {
-    let mut r = AtomicReplay::default();
-    assert_eq!(r.lookup(p(0)), None);
-    r.remember(p(0), 11);
-    assert_eq!(r.lookup(p(0)), Some(11));
-    assert_eq!(r.lookup(p(1)), None);
-    for i in 1..ATOMIC_REPLAYS as u32 {
-        r.remember(p(i), u64::from(i) * 100);
+fn atomic(psn: u32, orig: u64) -> RdEntry {
+    RdEntry {
+        kind: RdKind::Atomic,
+        psn,
+        npkts: 1,
+        rkey: 0x1234,
+        va: 0x1000 + u64::from(psn) * 8,
+        len: 8,
+        mtu: 1024,
+        orig,
     }
-    assert_eq!(r.lookup(p(0)), Some(11));
-    // The ninth replaces the oldest.
-    r.remember(p(PSN_MASK), 99);
-    assert_eq!(r.lookup(p(0)), None);
-    assert_eq!(r.lookup(p(PSN_MASK)), Some(99));
-    assert_eq!(r.lookup(p(1)), Some(100));
+}
+
+fn read(psn: u32, va: u64, len: u32, mtu: u32) -> RdEntry {
+    RdEntry {
+        kind: RdKind::Read,
+        psn,
+        npkts: len.div_ceil(mtu).max(1),
+        rkey: 0x5678,
+        va,
+        len,
+        mtu,
+        orig: 0,
+    }
 }
 
 #[test]
-fn atomic_replay_same_psn_first_slot_wins() {
-    let mut r = AtomicReplay::default();
-    r.remember(p(5), 1);
-    r.remember(p(5), 2);
-    assert_eq!(r.lookup(p(5)), Some(1));
+fn atomic_replays_cover_max_dest_rd_atomic() {
+    // max_dest_rd_atomic 16: all 16 atomics are answerable, the 17th
+    // replaces the oldest.
+    let mut slots = [RdEntry::default(); 128];
+    let mut t = RdTable::default();
+    for i in 0..16u32 {
+        t.remember(&mut slots, 16, atomic(i, u64::from(i) + 1));
+    }
+    let e = atomic(0, 0);
+    assert_eq!(find_atomic_replay(&slots, 16, p(0), e.rkey, e.va), Some(1));
+    let e15 = atomic(15, 0);
+    assert_eq!(
+        find_atomic_replay(&slots, 16, p(15), e15.rkey, e15.va),
+        Some(16)
+    );
+    t.remember(&mut slots, 16, atomic(PSN_MASK, 99));
+    assert_eq!(find_atomic_replay(&slots, 16, p(0), e.rkey, e.va), None);
+    let em = atomic(PSN_MASK, 0);
+    assert_eq!(
+        find_atomic_replay(&slots, 16, p(PSN_MASK), em.rkey, em.va),
+        Some(99)
+    );
+}
+
+#[test]
+fn atomic_replay_needs_a_remembered_request() {
+    let mut slots = [RdEntry::default(); 8];
+    let mut t = RdTable::default();
+    // Nothing remembered: a duplicate atomic of nothing is dropped.
+    assert_eq!(find_atomic_replay(&slots, 8, p(0), 0, 0), None);
+    t.remember(&mut slots, 8, atomic(5, 7));
+    let e = atomic(5, 0);
+    assert_eq!(find_atomic_replay(&slots, 8, p(5), e.rkey, e.va), Some(7));
+    // Another key or address at that PSN is not the same request.
+    assert_eq!(find_atomic_replay(&slots, 8, p(5), e.rkey + 1, e.va), None);
+    assert_eq!(find_atomic_replay(&slots, 8, p(5), e.rkey, e.va + 8), None);
+    // A READ at that PSN is not an atomic.
+    t.clear(&mut slots);
+    t.remember(&mut slots, 8, read(5, e.va, 8, 1024));
+    assert_eq!(find_atomic_replay(&slots, 8, p(5), e.rkey, e.va), None);
+    // Slots past the QP's max_dest_rd_atomic are not looked at.
+    t.clear(&mut slots);
+    slots[7] = atomic(5, 7);
+    assert_eq!(find_atomic_replay(&slots, 4, p(5), e.rkey, e.va), None);
+    // A limit of 0 remembers nothing.
+    let mut t0 = RdTable::default();
+    let mut s0 = [RdEntry::default(); 4];
+    t0.remember(&mut s0, 0, atomic(1, 1));
+    assert!(s0.iter().all(|e| e.kind == RdKind::Free));
+}
+
+#[test]
+fn duplicate_read_of_nothing_is_dropped() {
+    let slots = [RdEntry::default(); 8];
+    assert_eq!(
+        find_read_replay(&slots, 8, p(10), (0x5678, 0x1000, 4096), 1024),
+        None
+    );
+}
+
+#[test]
+fn duplicate_read_replays_remembered_request() {
+    let mut slots = [RdEntry::default(); 8];
+    let mut t = RdTable::default();
+    t.remember(&mut slots, 8, read(100, 0x10_000, 4000, 1024));
+    let whole = find_read_replay(&slots, 8, p(100), (0x5678, 0x10_000, 4000), 1024);
+    assert_eq!(
+        whole,
+        Some(ReadReplay {
+            psn: p(100),
+            va: 0x10_000,
+            len: 4000,
+            npkts: 4,
+            rkey: 0x5678,
+        })
+    );
+    // Resumed at the third response: answered from there.
+    let mid = find_read_replay(
+        &slots,
+        8,
+        p(102),
+        (0x5678, 0x10_000 + 2048, 4000 - 2048),
+        1024,
+    );
+    assert_eq!(
+        mid,
+        Some(ReadReplay {
+            psn: p(102),
+            va: 0x10_000 + 2048,
+            len: 4000 - 2048,
+            npkts: 2,
+            rkey: 0x5678,
+        })
+    );
+}
+
+#[test]
+fn duplicate_read_must_match() {
+    let mut slots = [RdEntry::default(); 8];
+    let mut t = RdTable::default();
+    t.remember(&mut slots, 8, read(100, 0x10_000, 4000, 1024));
+    let f = |psn: u32, rkey: u32, va: u64, len: u32, mtu: u32| {
+        find_read_replay(&slots, 8, p(psn), (rkey, va, len), mtu)
+    };
+    // Other key; a range reaching outside the remembered one; a PSN
+    // outside its responses; another MTU.
+    assert_eq!(f(100, 0x9999, 0x10_000, 4000, 1024), None);
+    assert_eq!(f(100, 0x5678, 0x10_000, 1 << 30, 1024), None);
+    assert_eq!(f(100, 0x5678, 0x0f_000, 4000, 1024), None);
+    assert_eq!(f(100, 0x5678, 0x10_001, 4000, 1024), None);
+    assert_eq!(f(104, 0x5678, 0x10_000, 4000, 1024), None);
+    assert_eq!(f(99, 0x5678, 0x10_000, 4000, 1024), None);
+    assert_eq!(f(100, 0x5678, 0x10_000, 4000, 4096), None);
+    // A replay never reads more than the original: the answer is the
+    // remembered range from that PSN, whatever subset was asked for.
+    let r = f(101, 0x5678, 0x10_000, 16, 1024).unwrap();
+    assert_eq!((r.va, r.len, r.npkts), (0x10_000 + 1024, 4000 - 1024, 3));
+}
+
+#[test]
+fn duplicate_read_across_psn_wrap() {
+    let mut slots = [RdEntry::default(); 2];
+    let mut t = RdTable::default();
+    t.remember(&mut slots, 2, read(PSN_MASK - 1, 0x2000, 4 * 256, 256));
+    let r = find_read_replay(&slots, 2, p(1), (0x5678, 0x2000 + 768, 256), 256).unwrap();
+    assert_eq!((r.va, r.len, r.npkts), (0x2000 + 768, 256, 1));
+    assert_eq!(
+        find_read_replay(&slots, 2, p(2), (0x5678, 0x2000, 1024), 256),
+        None
+    );
+}
+
+#[test]
+fn zero_length_read_replays() {
+    let mut slots = [RdEntry::default(); 2];
+    let mut t = RdTable::default();
+    t.remember(&mut slots, 2, read(7, 0, 0, 1024));
+    let r = find_read_replay(&slots, 2, p(7), (0x5678, 0, 0), 1024).unwrap();
+    assert_eq!((r.len, r.npkts), (0, 1));
+}
+
+#[test]
+fn rd_atomic_limit() {
+    assert!(!admit_rd_atomic(0, 0));
+    assert!(admit_rd_atomic(1, 0));
+    assert!(!admit_rd_atomic(1, 1));
+    assert!(admit_rd_atomic(128, 127));
+    assert!(!admit_rd_atomic(128, 128));
+}
+
+#[test]
+fn reth_length_cap() {
+    assert!(reth_len_ok(0));
+    assert!(reth_len_ok(MAX_MSG_LEN));
+    assert!(!reth_len_ok(MAX_MSG_LEN + 1));
+    assert!(!reth_len_ok(u32::MAX));
+}
+
+// ---- receive checks --------------------------------------------------------
+
+#[test]
+fn pkey_rules() {
+    assert!(pkey_matches(0xffff, 0xffff));
+    assert!(pkey_matches(0x7fff, 0xffff));
+    assert!(!pkey_matches(0x7fff, 0x7fff));
+    assert!(!pkey_matches(0x8000, 0xffff));
+    assert!(!pkey_matches(0x0000, 0xffff));
+    assert!(!pkey_matches(0x1234, 0xffff));
+    assert!(!pkey_matches(0xfffe, 0xffff));
+}
+
+#[test]
+fn opcodes_by_qp_type() {
+    assert!(opcode_fits_qp(Transport::Rc, false));
+    assert!(!opcode_fits_qp(Transport::Rc, true));
+    assert!(opcode_fits_qp(Transport::Ud, true));
+    assert!(!opcode_fits_qp(Transport::Ud, false));
+    assert!(!opcode_fits_qp(Transport::Uc, false));
+    assert!(!opcode_fits_qp(Transport::Uc, true));
+    assert!(is_notification(Transport::Cnp));
+    assert!(!is_notification(Transport::Rc));
+}
+
+#[test]
+fn path_addresses() {
+    let mut a = [0u8; 16];
+    a[10] = 0xff;
+    a[11] = 0xff;
+    let (mut local, mut peer) = (a, a);
+    local[12..].copy_from_slice(&[10, 0, 0, 1]);
+    peer[12..].copy_from_slice(&[10, 0, 0, 2]);
+    let mut spoof = peer;
+    spoof[15] = 3;
+    // A packet from the peer to us, against an AV to the peer from us.
+    assert!(path_matches(&peer, &local, &peer, &local));
+    assert!(!path_matches(&spoof, &local, &peer, &local));
+    assert!(!path_matches(&peer, &spoof, &peer, &local));
+    assert!(!path_matches(&local, &peer, &peer, &local));
+}
+
+#[test]
+fn unexpected_responses() {
+    // Nothing outstanding: any response is unexpected.
+    assert!(!response_expected(p(5), p(5), p(5)));
+    assert!(!response_expected(p(4), p(5), p(5)));
+    // Outstanding 5..10: in range or stale is fine, beyond is not.
+    assert!(response_expected(p(5), p(5), p(10)));
+    assert!(response_expected(p(9), p(5), p(10)));
+    assert!(response_expected(p(1), p(5), p(10)));
+    assert!(!response_expected(p(10), p(5), p(10)));
+    assert!(!response_expected(p(1000), p(5), p(10)));
+    // Across the wrap.
+    assert!(response_expected(p(1), p(PSN_MASK), p(3)));
+    assert!(!response_expected(p(3), p(PSN_MASK), p(3)));
+}
+
+#[test]
+fn fresh_table_ignores_stale_slots() {
+    // The responder's state is reset at RTR; slots from the previous
+    // connection must not answer duplicates of the new one.
+    let mut slots = [RdEntry::default(); 4];
+    let mut old = RdTable::default();
+    old.remember(&mut slots, 4, atomic(3, 9));
+    old.remember(&mut slots, 4, read(10, 0x1000, 100, 1024));
+    let e = atomic(3, 0);
+    assert_eq!(old.find_atomic(&slots, 4, p(3), e.rkey, e.va), Some(9));
+    let fresh = RdTable::default();
+    assert_eq!(fresh.find_atomic(&slots, 4, p(3), e.rkey, e.va), None);
+    assert_eq!(
+        fresh.find_read(&slots, 4, p(10), (0x5678, 0x1000, 100), 1024),
+        None
+    );
+    let mut t = fresh;
+    t.remember(&mut slots, 4, atomic(20, 1));
+    assert_eq!(t.find_atomic(&slots, 4, p(3), e.rkey, e.va), None);
+    assert_eq!(slots.iter().filter(|s| s.kind != RdKind::Free).count(), 1);
 }

@@ -648,6 +648,7 @@ fn wr_id(wc: &sys::ib_wc) -> u64 {
 }
 
 mod cq;
+mod peer;
 mod rc;
 
 /// The cases `crate::test::kunit` runs (suite `rroce_conformance`).
@@ -657,4 +658,12 @@ pub(crate) mod selftest {
         resize_under_load, solicited_and_errors,
     };
     pub(crate) use super::rc::kernel_rc_qps;
+}
+
+/// The cases `crate::test::kunit` runs (suite `rroce_peer`).
+pub(crate) mod peer_selftest {
+    pub(crate) use super::peer::{
+        dma_lkey_not_a_remote_key, dma_mr_bad_address, mr_keys_unpredictable, mr_table_full,
+        send_with_invalidate_refused,
+    };
 }
