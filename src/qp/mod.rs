@@ -762,6 +762,37 @@ pub(crate) fn fail_qps_on_cq(dev: &RroceDev, ibcq: *mut sys::ib_cq) {
     }
 }
 
+/// What KUnit looks at.
+#[cfg(CONFIG_KUNIT)]
+impl QpState {
+    /// What RESET left behind, if anything (see
+    /// `TransportState::leftover`); a kernel QP's rings start over too.
+    pub(crate) fn not_quiesced(&self) -> Option<&'static str> {
+        let inner = self.inner.lock();
+        if !inner.ud_tx.is_empty() {
+            return Some("datagrams are still queued to send");
+        }
+        if let Some(what) = inner.t.leftover() {
+            return Some(what);
+        }
+        let indices = [
+            inner.t.sq.index(),
+            inner.t.rq.index(),
+            inner.sq_prod.index(),
+            inner.rq_prod.index(),
+        ];
+        if self.fixed.kernel && indices.iter().any(|&i| i != 0) {
+            return Some("the ring indices did not start over");
+        }
+        None
+    }
+
+    /// The QP is answering a READ.
+    pub(crate) fn responding(&self) -> bool {
+        self.inner.lock().t.responding()
+    }
+}
+
 /// Checks run by KUnit.
 #[cfg(CONFIG_KUNIT)]
 pub(crate) mod selftest {
