@@ -104,6 +104,9 @@ pub(crate) struct TransportState {
     pub(crate) tx: KVec<Skb>,
     /// Path MTU in bytes (RTR onwards).
     pub(crate) mtu: u32,
+    /// Bumped by RESET: packets taken out of `tx` before it are not put
+    /// back after it.
+    pub(crate) epoch: u32,
 }
 
 /// What KUnit looks at.
