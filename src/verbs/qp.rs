@@ -128,9 +128,9 @@ pub(crate) unsafe extern "C" fn query_qp(
     };
     let av = state.query(attr, init);
     write_ah_attr(&mut attr.ah_attr, av.as_ref(), attr.port_num);
-    // The alternate path: none, on the same port (as rdma_rxe reports an
-    // unset one).
-    write_ah_attr(&mut attr.alt_ah_attr, None, attr.port_num);
+    // The alternate path: none (as rdma_rxe reports an unset one; its
+    // port, like `alt_port_num`, is 0).
+    write_ah_attr(&mut attr.alt_ah_attr, None, 0);
     // SAFETY: the core's QP, live for the call.
     let q = unsafe { &*ibqp };
     init.event_handler = q.event_handler;

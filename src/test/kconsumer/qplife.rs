@@ -298,8 +298,15 @@ pub(crate) fn reset_quiesces_qp() -> Result<(), &'static str> {
     }
     // SAFETY: a live QP of an rroce device.
     let st_b = unsafe { RroceQp::state(b.0) };
-    if !st_b.responding() {
-        return Err("the 4 MB READ was over before the RESET: nothing to test");
+    // The request reaches B in a softirq, usually before `post_send`
+    // returns; its responses take far longer than this wait.
+    let mut tries = 0;
+    while !st_b.responding() {
+        tries += 1;
+        if tries > 50_000 {
+            return Err("B never answered the 4 MB READ (or finished first): nothing to test");
+        }
+        fsleep(Delta::from_micros(20));
     }
     if to_state(&b, ib_qp_state_IB_QPS_RESET) != 0 {
         return Err("modify to RESET failed");
