@@ -50,7 +50,6 @@ impl NetworkType {
 ///
 /// All-zero bytes are a valid value: integers and a [`NetworkType`].
 #[derive(Clone, Copy, Debug)]
-#[expect(dead_code, reason = "read by the UD transport, which is not there yet")]
 pub(crate) struct AddressVector {
     pub(crate) dgid: [u8; 16],
     pub(crate) sgid: [u8; 16],

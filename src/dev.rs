@@ -67,7 +67,8 @@ pub(crate) struct RroceDev {
     pub(crate) ah_ids: IndexAllocator<{ limits::ID_WORDS }>,
     /// MR indices (the upper 24 bits of lkeys and rkeys).
     pub(crate) mr_ids: IndexAllocator<{ limits::ID_WORDS }>,
-    /// QP numbers, offset by the two special QPs.
+    /// QP numbers, offset by the two special QPs. Its last bitmap word
+    /// reaches past `qps`: `crate::qp` never hands out those numbers.
     pub(crate) qp_ids: IndexAllocator<{ limits::QP_ID_WORDS }>,
     /// MRs by index, for the transport (see `crate::rdma::rcu_table`).
     pub(crate) mrs: RcuTable<crate::mr::RroceMr>,

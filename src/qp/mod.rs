@@ -39,6 +39,7 @@
 //! kernel consumer's work requests, `tx.rs` runs the send queue and sends
 //! what the transport built; received packets come through `crate::recv`.
 
+mod modify;
 mod post;
 mod tx;
 
@@ -56,13 +57,13 @@ use kernel::{
 };
 
 use crate::{
-    ah::AddressVector,
     dev::{limits, RroceDev},
     engine::ring::{offset, Consumer, Layout, Producer},
     rdma::{mmap::QueueBuf, sys},
     transport::{self, Ctx, QpAttrs, QpFixed, Req, Resp, RespQueue, SendOp, TransportState},
 };
 
+pub(crate) use modify::check_modify;
 pub(crate) use post::{RecvWr, Remote, SendWr, WrList};
 
 /// A ring buffer of at least `max_wr` elements of `elem` bytes, with its
@@ -156,23 +157,6 @@ pub(crate) struct RroceQp {
 
 /// QP numbers 0 and 1 are the special QPs; user QPs get 2 and up.
 const FIRST_QPN: u32 = 2;
-
-fn mask_has(mask: u32, bit: u32) -> bool {
-    mask & bit != 0
-}
-
-/// QP access flags: which remote operations the responder allows. Unlike
-/// MR access, remote write needs no local write here.
-fn check_qp_access(access: u32) -> Result {
-    let allowed = sys::ib_access_flags_IB_ACCESS_LOCAL_WRITE
-        | sys::ib_access_flags_IB_ACCESS_REMOTE_WRITE
-        | sys::ib_access_flags_IB_ACCESS_REMOTE_READ
-        | sys::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC;
-    if access & !allowed != 0 {
-        return Err(EINVAL);
-    }
-    Ok(())
-}
 
 /// Checks what a process asks for before anything is allocated: the GSI
 /// QP belongs to the kernel's MAD layer, and librxe passes no command data
@@ -273,12 +257,14 @@ impl Rings {
         let sq_elem = sq_layout.elem_size();
         let rq_elem = rq_layout.elem_size();
         let slots = sq_layout.index_mask() as usize + 1;
-        let mut ops = KVVec::with_capacity(slots, GFP_KERNEL)?;
+        // Sized by the caller's caps: charged to its memory cgroup.
+        let mut ops = KVVec::with_capacity(slots, GFP_KERNEL_ACCOUNT)?;
         for _ in 0..slots {
-            ops.push(SendOp::default(), GFP_KERNEL)?;
+            ops.push(SendOp::default(), GFP_KERNEL_ACCOUNT)?;
         }
-        let sq_shadow = KVVec::from_elem(0u8, slots * sq_elem, GFP_KERNEL)?;
-        let rq_shadow = KVVec::from_elem(0u8, rq_elem, GFP_KERNEL)?;
+        let sq_bytes = slots.checked_mul(sq_elem).ok_or(EINVAL)?;
+        let sq_shadow = KVVec::from_elem(0u8, sq_bytes, GFP_KERNEL_ACCOUNT)?;
+        let rq_shadow = KVVec::from_elem(0u8, rq_elem, GFP_KERNEL_ACCOUNT)?;
         let resp_q = RespQueue::new()?;
         Ok(Rings {
             sq_buf,
@@ -335,7 +321,19 @@ fn alloc_qpn(dev: &RroceDev, gsi: bool) -> Result<u32> {
         }
         Ok(1)
     } else {
-        Ok(dev.qp_ids.alloc().map_err(|_| ENOMEM)? + FIRST_QPN)
+        // The allocator's bitmap ends past the QP table (a whole last
+        // word): an index whose number would have no slot, where packets
+        // could never find the QP, is parked (left taken for the device's
+        // life) the first time it comes out, and another one is taken.
+        let past_table = limits::QP_ID_WORDS * 64 - limits::MAX_QP as usize;
+        for _ in 0..=past_table {
+            let index = dev.qp_ids.alloc().map_err(|_| ENOMEM)?;
+            let qpn = index.checked_add(FIRST_QPN).ok_or(ENOMEM)?;
+            if (qpn as usize) < dev.qps.len() {
+                return Ok(qpn);
+            }
+        }
+        Err(ENOMEM)
     }
 }
 
@@ -381,7 +379,8 @@ fn new_state(
                     sq_shadow: r.sq_shadow,
                     rq_shadow: r.rq_shadow,
                     tx: KVec::new(),
-                    mtu: 256,
+                    mtu: transport::mtu_bytes(sys::ib_mtu_IB_MTU_256),
+                    epoch: 0,
                 },
                 cap,
                 sq_prod: Producer::new(r.sq_layout),
@@ -477,11 +476,21 @@ impl RroceQp {
             max_rdma_ctxs: init.cap.max_rdma_ctxs,
             ..cap
         };
+        // Packets can find the QP from now on (`alloc_qpn` gave a number
+        // with a table slot; a failure here would be a bug, undone whole).
+        if dev.qps.set(qpn as usize, raw).is_err() {
+            // SAFETY: started above and never published: its timer and
+            // work item are shut down once, then it is freed.
+            unsafe {
+                tx::stop(&*raw);
+                drop(KBox::from_raw(raw));
+            }
+            let _ = release_qpn(dev, qpn);
+            return Err(ENOMEM);
+        }
         self.ibqp.qp_num = qpn;
         // INVARIANT: leaked until `destroy_qp`; never moved (pinned).
         self.state = raw;
-        // Packets can find the QP from now on.
-        let _ = dev.qps.set(qpn as usize, raw);
         Ok(())
     }
 
@@ -529,96 +538,6 @@ impl RroceQp {
     }
 }
 
-/// Checks the attributes of a `modify_qp` that do not need the QP lock
-/// (the address vector is converted by the caller).
-pub(crate) fn check_modify(attr: &sys::ib_qp_attr, mask: u32) -> Result {
-    if mask_has(mask, sys::ib_qp_attr_mask_IB_QP_PATH_MTU)
-        && !(sys::ib_mtu_IB_MTU_256..=sys::ib_mtu_IB_MTU_4096).contains(&attr.path_mtu)
-    {
-        return Err(EINVAL);
-    }
-    if mask_has(mask, sys::ib_qp_attr_mask_IB_QP_MAX_QP_RD_ATOMIC)
-        && u32::from(attr.max_rd_atomic) > limits::MAX_QP_INIT_RD_ATOM
-    {
-        return Err(EINVAL);
-    }
-    if mask_has(mask, sys::ib_qp_attr_mask_IB_QP_MAX_DEST_RD_ATOMIC)
-        && u32::from(attr.max_dest_rd_atomic) > limits::MAX_QP_RD_ATOM
-    {
-        return Err(EINVAL);
-    }
-    if mask_has(mask, sys::ib_qp_attr_mask_IB_QP_PORT) && attr.port_num != 1 {
-        return Err(EINVAL);
-    }
-    if mask_has(mask, sys::ib_qp_attr_mask_IB_QP_PKEY_INDEX) && attr.pkey_index != 0 {
-        return Err(EINVAL);
-    }
-    if mask_has(mask, sys::ib_qp_attr_mask_IB_QP_ACCESS_FLAGS) {
-        check_qp_access(attr.qp_access_flags as u32)?;
-    }
-    if (mask_has(mask, sys::ib_qp_attr_mask_IB_QP_RETRY_CNT) && attr.retry_cnt > 7)
-        || (mask_has(mask, sys::ib_qp_attr_mask_IB_QP_RNR_RETRY) && attr.rnr_retry > 7)
-        || (mask_has(mask, sys::ib_qp_attr_mask_IB_QP_TIMEOUT) && attr.timeout > 31)
-        || (mask_has(mask, sys::ib_qp_attr_mask_IB_QP_MIN_RNR_TIMER) && attr.min_rnr_timer > 31)
-    {
-        return Err(EINVAL);
-    }
-    Ok(())
-}
-
-impl QpAttrs {
-    /// Copies the attributes `mask` names from `attr` (checked by
-    /// [`check_modify`]); `av` is the converted address vector, if given.
-    fn apply(&mut self, attr: &sys::ib_qp_attr, mask: u32, av: Option<AddressVector>) {
-        let set = |bit| mask_has(mask, bit);
-        if set(sys::ib_qp_attr_mask_IB_QP_PATH_MTU) {
-            self.path_mtu = attr.path_mtu;
-        }
-        if set(sys::ib_qp_attr_mask_IB_QP_QKEY) {
-            self.qkey = attr.qkey;
-        }
-        if set(sys::ib_qp_attr_mask_IB_QP_RQ_PSN) {
-            self.rq_psn = attr.rq_psn & 0x00ff_ffff;
-        }
-        if set(sys::ib_qp_attr_mask_IB_QP_SQ_PSN) {
-            self.sq_psn = attr.sq_psn & 0x00ff_ffff;
-        }
-        if set(sys::ib_qp_attr_mask_IB_QP_DEST_QPN) {
-            self.dest_qpn = attr.dest_qp_num & 0x00ff_ffff;
-        }
-        if set(sys::ib_qp_attr_mask_IB_QP_ACCESS_FLAGS) {
-            self.access = attr.qp_access_flags as u32;
-        }
-        if set(sys::ib_qp_attr_mask_IB_QP_PKEY_INDEX) {
-            self.pkey_index = attr.pkey_index;
-        }
-        if set(sys::ib_qp_attr_mask_IB_QP_PORT) {
-            self.port = attr.port_num;
-        }
-        if set(sys::ib_qp_attr_mask_IB_QP_MAX_QP_RD_ATOMIC) {
-            self.max_rd_atomic = attr.max_rd_atomic;
-        }
-        if set(sys::ib_qp_attr_mask_IB_QP_MAX_DEST_RD_ATOMIC) {
-            self.max_dest_rd_atomic = attr.max_dest_rd_atomic;
-        }
-        if set(sys::ib_qp_attr_mask_IB_QP_MIN_RNR_TIMER) {
-            self.min_rnr_timer = attr.min_rnr_timer;
-        }
-        if set(sys::ib_qp_attr_mask_IB_QP_TIMEOUT) {
-            self.timeout = attr.timeout;
-        }
-        if set(sys::ib_qp_attr_mask_IB_QP_RETRY_CNT) {
-            self.retry_cnt = attr.retry_cnt;
-        }
-        if set(sys::ib_qp_attr_mask_IB_QP_RNR_RETRY) {
-            self.rnr_retry = attr.rnr_retry;
-        }
-        if av.is_some() {
-            self.av = av;
-        }
-    }
-}
-
 impl QpState {
     /// A datagram QP: UD, or the GSI QP (UD to the MAD layer's peers).
     pub(crate) fn is_ud(&self) -> bool {
@@ -636,91 +555,6 @@ impl QpState {
     fn ctx<'a>(&'a self, inner: &'a mut QpInner, guard: &'a rcu::Guard) -> Ctx<'a> {
         let dev = self.dev();
         Ctx::new(&self.fixed, &mut inner.t, dev, dev.netdev(guard), guard)
-    }
-
-    /// The `modify_qp` verb, after [`check_modify`]: moves the QP through
-    /// the IBTA state table (`ib_modify_qp_is_ok`) and sets the attributes
-    /// `mask` names; `av` is the converted address vector, if given.
-    pub(crate) fn modify(
-        &self,
-        attr: &sys::ib_qp_attr,
-        mask: u32,
-        av: Option<AddressVector>,
-    ) -> Result {
-        let mut inner = self.inner.lock();
-        if inner.dead {
-            return Err(EINVAL);
-        }
-        let cur = if mask_has(mask, sys::ib_qp_attr_mask_IB_QP_CUR_STATE) {
-            attr.cur_qp_state
-        } else {
-            inner.t.state
-        };
-        let new = if mask_has(mask, sys::ib_qp_attr_mask_IB_QP_STATE) {
-            attr.qp_state
-        } else {
-            cur
-        };
-        // SAFETY: pure function of its arguments.
-        if !unsafe { sys::ib_modify_qp_is_ok(cur, new, self.qp_type, mask) } {
-            return Err(EINVAL);
-        }
-        inner.t.attrs.apply(attr, mask, av);
-        let old = inner.t.state;
-        if new == sys::ib_qp_state_IB_QPS_RTR && old != new {
-            self.enter_rtr(&mut inner)?;
-        }
-        inner.t.state = new;
-        let guard = rcu::read_lock();
-        self.ctx(&mut inner, &guard).on_state_change(old, new);
-        drop(inner);
-        self.flush_tx();
-        Ok(())
-    }
-
-    /// Fixes what a QP entering RTR sends with: its MTU in bytes and its
-    /// UDP source port.
-    fn enter_rtr(&self, inner: &mut QpInner) -> Result {
-        if self.qp_type == sys::ib_qp_type_IB_QPT_RC && inner.t.attrs.av.is_none() {
-            return Err(EINVAL);
-        }
-        let dev_mtu = self.dev().active_mtu();
-        // A UD QP has no path MTU: its datagrams may fill the port's.
-        let path_mtu = if self.is_ud() {
-            dev_mtu
-        } else {
-            inner.t.attrs.path_mtu
-        };
-        inner.t.mtu = transport::mtu_bytes(path_mtu.min(dev_mtu).max(sys::ib_mtu_IB_MTU_256));
-        let h = (self.fixed.qpn ^ inner.t.attrs.dest_qpn).wrapping_mul(0x9e37_79b9);
-        inner.sport = 0xc000 | ((h >> 16) as u16 & 0x3fff);
-        Ok(())
-    }
-
-    /// The `query_qp` verb: fills `attr` and `init`.
-    pub(crate) fn query(&self, attr: &mut sys::ib_qp_attr, init: &mut sys::ib_qp_init_attr) {
-        let inner = self.inner.lock();
-        let a = &inner.t.attrs;
-        attr.qp_state = inner.t.state;
-        attr.cur_qp_state = inner.t.state;
-        attr.path_mtu = a.path_mtu;
-        attr.qkey = a.qkey;
-        attr.rq_psn = a.rq_psn;
-        attr.sq_psn = a.sq_psn;
-        attr.dest_qp_num = a.dest_qpn;
-        attr.qp_access_flags = a.access as kernel::ffi::c_int;
-        attr.pkey_index = a.pkey_index;
-        attr.port_num = a.port;
-        attr.max_rd_atomic = a.max_rd_atomic;
-        attr.max_dest_rd_atomic = a.max_dest_rd_atomic;
-        attr.min_rnr_timer = a.min_rnr_timer;
-        attr.timeout = a.timeout;
-        attr.retry_cnt = a.retry_cnt;
-        attr.rnr_retry = a.rnr_retry;
-        attr.cap = inner.cap;
-        init.cap = inner.cap;
-        init.qp_type = self.qp_type;
-        init.sq_sig_type = sys::ib_sig_type_IB_SIGNAL_REQ_WR;
     }
 
     /// Runs `f` on the QP's transport under its lock, unless the QP is
@@ -780,8 +614,8 @@ pub(crate) mod selftest {
         }
         use crate::rdma::sys;
         let rw = sys::ib_access_flags_IB_ACCESS_REMOTE_WRITE;
-        if super::check_qp_access(rw | sys::ib_access_flags_IB_ACCESS_REMOTE_READ).is_err()
-            || super::check_qp_access(sys::ib_access_flags_IB_ACCESS_MW_BIND).is_ok()
+        if super::modify::check_qp_access(rw | sys::ib_access_flags_IB_ACCESS_REMOTE_READ).is_err()
+            || super::modify::check_qp_access(sys::ib_access_flags_IB_ACCESS_MW_BIND).is_ok()
         {
             return Err("QP access flag rules are wrong");
         }

@@ -151,7 +151,7 @@ impl QpState {
             }
             let mut deferred = false;
             loop {
-                let (batch, av, sport) = {
+                let (batch, av, sport, epoch) = {
                     let mut inner = self.inner.lock();
                     if inner.t.tx.is_empty() {
                         break;
@@ -164,6 +164,7 @@ impl QpState {
                         core::mem::take(&mut inner.t.tx),
                         inner.t.attrs.av,
                         inner.sport,
+                        inner.t.epoch,
                     )
                 };
                 let counters = &self.dev().counters;
@@ -185,6 +186,11 @@ impl QpState {
                 }
                 if !rest.is_empty() {
                     let mut inner = self.inner.lock();
+                    if inner.t.epoch != epoch {
+                        // The QP was reset meanwhile: not for the new
+                        // connection.
+                        continue;
+                    }
                     for skb in inner.t.tx.drain_all() {
                         let _ = rest.push(skb, GFP_ATOMIC);
                     }

@@ -194,6 +194,10 @@ selftest_suite!(
         resize_under_load,
         callback_on_vector_cpu,
         kernel_rc_qps,
+        query_fills_every_field,
+        reset_quiesces_qp,
+        rejected_modify_changes_nothing,
+        qp_table_full,
     ]
 );
 

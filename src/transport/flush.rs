@@ -87,5 +87,31 @@ impl Ctx<'_> {
         if new == sys::ib_qp_state_IB_QPS_ERR && old != new {
             self.enter_error();
         }
+        if new == sys::ib_qp_state_IB_QPS_RESET {
+            self.reset();
+        }
+    }
+}
+
+impl Ctx<'_> {
+    /// RESET quiesces the QP, as `rxe_qp_reset` does: the timer stops,
+    /// queued READ/atomic responses and packets not yet sent are dropped
+    /// (nothing built for the old connection goes out, to its address or
+    /// a new one), and the requester and responder start over: PSNs, MSN,
+    /// the window, outstanding READs, the RNR wait, the message in progress
+    /// and the atomic replay cache. The attributes stay (a later INIT and
+    /// RTR set what they need); the MTU is fixed again at RTR. A packet
+    /// batch another context is sending right now is on the wire already;
+    /// what it would have put back is dropped (`TransportState::epoch`).
+    pub(crate) fn reset(&mut self) {
+        // SAFETY: the timer lives as long as the QP; a callback already
+        // waiting for the lock finds the QP below RTS and does nothing.
+        unsafe { sys::rroce_helper_timer_cancel(self.qp.timer) };
+        self.inner.resp_q.clear();
+        drop(core::mem::take(&mut self.inner.tx));
+        self.inner.epoch = self.inner.epoch.wrapping_add(1);
+        self.inner.req = Req::default();
+        self.inner.resp = Resp::default();
+        self.inner.mtu = super::mtu_bytes(sys::ib_mtu_IB_MTU_256);
     }
 }

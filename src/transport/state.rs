@@ -104,4 +104,36 @@ pub(crate) struct TransportState {
     pub(crate) tx: KVec<Skb>,
     /// Path MTU in bytes (RTR onwards).
     pub(crate) mtu: u32,
+    /// Bumped by RESET: packets taken out of `tx` before it are not put
+    /// back after it.
+    pub(crate) epoch: u32,
+}
+
+/// What KUnit looks at.
+#[cfg(CONFIG_KUNIT)]
+impl TransportState {
+    /// What is left of the QP's traffic, if anything: after RESET nothing
+    /// may be queued and the requester and responder start over.
+    pub(crate) fn leftover(&self) -> Option<&'static str> {
+        if !self.resp_q.is_empty() {
+            return Some("READ/atomic responses are still queued");
+        }
+        if !self.tx.is_empty() {
+            return Some("packets are still queued to send");
+        }
+        let r = &self.req;
+        if r.fetched != 0 || r.psn != 0 || r.una != 0 || r.max_psn != 0 || r.rnr_wait {
+            return Some("the requester kept its PSNs or WQEs");
+        }
+        let s = &self.resp;
+        if s.epsn != 0 || s.msn != 0 || s.nak_sent || s.recv.active || s.write.active {
+            return Some("the responder kept its PSN, MSN or message in progress");
+        }
+        None
+    }
+
+    /// READ responses are queued (a READ is being answered).
+    pub(crate) fn responding(&self) -> bool {
+        !self.resp_q.is_empty()
+    }
 }

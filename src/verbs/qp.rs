@@ -10,7 +10,7 @@
 use kernel::{ffi::c_int, prelude::*};
 
 use crate::{
-    ah::av_from_attr,
+    ah::{av_from_attr, AddressVector},
     qp::{self, RecvWr, Remote, RroceQp, SendWr, WrList},
     rdma::{ah_attr::AhAttr, sys},
 };
@@ -118,10 +118,44 @@ pub(crate) unsafe extern "C" fn query_qp(
     _mask: c_int,
     init: *mut sys::ib_qp_init_attr,
 ) -> c_int {
-    // SAFETY: the core passes a live QP of ours and structs to fill.
-    let (state, attr, init) = unsafe { (RroceQp::state(ibqp), &mut *attr, &mut *init) };
-    state.query(attr, init);
+    // SAFETY: the core passes a live QP of ours and structs to fill (its
+    // own `kmalloc`ed, uninitialized memory: every byte is written here,
+    // padding included, before anything is read).
+    let (state, attr, init) = unsafe {
+        core::ptr::write_bytes(attr, 0, 1);
+        core::ptr::write_bytes(init, 0, 1);
+        (RroceQp::state(ibqp), &mut *attr, &mut *init)
+    };
+    let av = state.query(attr, init);
+    write_ah_attr(&mut attr.ah_attr, av.as_ref(), attr.port_num);
+    // The alternate path: none (as rdma_rxe reports an unset one; its
+    // port, like `alt_port_num`, is 0).
+    write_ah_attr(&mut attr.alt_ah_attr, None, 0);
+    // SAFETY: the core's QP, live for the call.
+    let q = unsafe { &*ibqp };
+    init.event_handler = q.event_handler;
+    init.qp_context = q.qp_context;
+    init.srq = q.srq;
     0
+}
+
+/// Writes the address vector `av` (none: zeroes) into the zeroed `out`, as
+/// `rdma_ah_set_*` would: a RoCE GRH on `port`. The source GID entry
+/// (`grh.sgid_attr`) stays null: it is the core's to take and release.
+fn write_ah_attr(out: &mut sys::rdma_ah_attr, av: Option<&AddressVector>, port: u32) {
+    out.type_ = sys::rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_ROCE;
+    out.ah_flags = sys::ib_ah_flags_IB_AH_GRH as u8;
+    out.port_num = port;
+    let Some(av) = av else {
+        return;
+    };
+    out.sl = av.sl;
+    out.grh.dgid.raw = av.dgid;
+    out.grh.flow_label = av.flow_label;
+    out.grh.sgid_index = av.sgid_index;
+    out.grh.hop_limit = av.hop_limit;
+    out.grh.traffic_class = av.traffic_class;
+    out.__bindgen_anon_1.roce.dmac = av.dmac;
 }
 
 /// The `destroy_qp` op.
@@ -178,8 +212,10 @@ pub(crate) unsafe extern "C" fn post_send(
     errno(state.doorbell())
 }
 
-/// The `post_recv` op: kernel QPs only (a user QP's process writes its
-/// receive ring directly).
+/// The `post_recv` op: kernel QPs only. A user QP's process writes its
+/// receive ring directly; its `post_recv` command is refused with EINVAL
+/// and does nothing, in every state, a QP in ERR included (no flush
+/// either: rdma_rxe's provider never issues this command).
 ///
 /// # Safety
 ///
@@ -193,6 +229,10 @@ pub(crate) unsafe extern "C" fn post_recv(
 ) -> c_int {
     // SAFETY: the core passes a live QP of ours.
     let state = unsafe { RroceQp::state(ibqp) };
+    if !state.fixed.kernel {
+        // SAFETY: `bad_wr` is the core's output pointer.
+        return unsafe { post_result(Err(EINVAL), bad_wr, wr) };
+    }
     // INVARIANT: a kernel consumer's list of valid work requests.
     let mut list = RecvList { next: wr };
     let err = state.post_recv_kernel(&mut list);

@@ -650,6 +650,7 @@ fn wr_id(wc: &sys::ib_wc) -> u64 {
 mod cq;
 mod peer;
 mod rc;
+mod qplife;
 
 /// The cases `crate::test::kunit` runs (suite `rroce_conformance`).
 pub(crate) mod selftest {
@@ -658,6 +659,10 @@ pub(crate) mod selftest {
         resize_under_load, solicited_and_errors,
     };
     pub(crate) use super::rc::kernel_rc_qps;
+    pub(crate) use super::qplife::{
+        qp_table_full, query_fills_every_field, rejected_modify_changes_nothing,
+        reset_quiesces_qp,
+    };
 }
 
 /// The cases `crate::test::kunit` runs (suite `rroce_peer`).

@@ -1,0 +1,538 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! A QP's life through the verbs: what `query_qp` hands back, what RESET
+//! leaves behind, what a rejected `modify_qp` changes, and what happens
+//! when the QP table is full.
+
+use super::*;
+
+use crate::{
+    dev::{limits, RroceDev},
+    engine::index::IndexAllocator,
+    qp::RroceQp,
+};
+
+/// The address vector the tests connect with: every field a value of its
+/// own, so `query_qp` must return what was set, not a default.
+const SL: u8 = 2;
+const HOP_LIMIT: u8 = 17;
+const TRAFFIC_CLASS: u8 = 0x28;
+const FLOW_LABEL: u32 = 0x1_2345;
+const PSN: u32 = 0x100;
+
+/// A kernel RC QP on `pd` completing into `cq`, every send signaled if
+/// `sig_all`; the errno if the core refuses it.
+fn create_qp(pd: &TestPd, cq: &TestCq, sig_all: bool) -> Result<TestQp, i32> {
+    // SAFETY: all-zero is a valid `ib_qp_init_attr`.
+    let mut init: sys::ib_qp_init_attr = unsafe { core::mem::zeroed() };
+    init.send_cq = cq.0;
+    init.recv_cq = cq.0;
+    init.cap.max_send_wr = 16;
+    init.cap.max_recv_wr = 16;
+    init.cap.max_send_sge = 2;
+    init.cap.max_recv_sge = 2;
+    init.sq_sig_type = if sig_all {
+        sys::ib_sig_type_IB_SIGNAL_ALL_WR
+    } else {
+        sys::ib_sig_type_IB_SIGNAL_REQ_WR
+    };
+    init.qp_type = sys::ib_qp_type_IB_QPT_RC;
+    // SAFETY: a live kernel PD; valid attributes.
+    let qp = unsafe { sys::ib_create_qp_kernel(pd.0, &mut init, c"rroce_kunit".as_char_ptr()) };
+    if bad_ptr(qp) {
+        return Err(qp as isize as i32);
+    }
+    Ok(TestQp(qp))
+}
+
+/// Moves `qp` to `state` with nothing else.
+fn to_state(qp: &TestQp, state: sys::ib_qp_state) -> i32 {
+    // SAFETY: all-zero is a valid `ib_qp_attr`.
+    let mut a: sys::ib_qp_attr = unsafe { core::mem::zeroed() };
+    a.qp_state = state;
+    qp.modify(&mut a, sys::ib_qp_attr_mask_IB_QP_STATE)
+}
+
+/// The RTR attributes towards `dest` at `gid` (GID index `sgid`), path
+/// MTU `mtu`, and their mask.
+fn rtr_attr(dest: u32, gid: &sys::ib_gid, sgid: u8, mtu: sys::ib_mtu) -> (sys::ib_qp_attr, u32) {
+    use sys::*;
+    // SAFETY: all-zero is a valid `ib_qp_attr`.
+    let mut a: ib_qp_attr = unsafe { core::mem::zeroed() };
+    a.qp_state = ib_qp_state_IB_QPS_RTR;
+    a.path_mtu = mtu;
+    a.dest_qp_num = dest;
+    a.rq_psn = PSN;
+    a.max_dest_rd_atomic = 4;
+    a.min_rnr_timer = 1;
+    a.ah_attr.type_ = rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_ROCE;
+    a.ah_attr.port_num = 1;
+    a.ah_attr.sl = SL;
+    a.ah_attr.ah_flags = ib_ah_flags_IB_AH_GRH as u8;
+    a.ah_attr.grh.dgid = *gid;
+    a.ah_attr.grh.sgid_index = sgid;
+    a.ah_attr.grh.hop_limit = HOP_LIMIT;
+    a.ah_attr.grh.traffic_class = TRAFFIC_CLASS;
+    a.ah_attr.grh.flow_label = FLOW_LABEL;
+    let m = ib_qp_attr_mask_IB_QP_STATE
+        | ib_qp_attr_mask_IB_QP_AV
+        | ib_qp_attr_mask_IB_QP_PATH_MTU
+        | ib_qp_attr_mask_IB_QP_DEST_QPN
+        | ib_qp_attr_mask_IB_QP_RQ_PSN
+        | ib_qp_attr_mask_IB_QP_MAX_DEST_RD_ATOMIC
+        | ib_qp_attr_mask_IB_QP_MIN_RNR_TIMER;
+    (a, m)
+}
+
+/// RESET -> INIT -> RTR -> RTS towards `dest` at `gid`, path MTU `mtu`.
+fn bring_up(
+    qp: &TestQp,
+    dest: u32,
+    gid: &sys::ib_gid,
+    sgid: u8,
+    mtu: sys::ib_mtu,
+) -> Result<(), &'static str> {
+    use sys::*;
+    // SAFETY: all-zero is a valid `ib_qp_attr`.
+    let mut a: ib_qp_attr = unsafe { core::mem::zeroed() };
+    a.qp_state = ib_qp_state_IB_QPS_INIT;
+    a.port_num = 1;
+    a.qp_access_flags = (ib_access_flags_IB_ACCESS_LOCAL_WRITE
+        | ib_access_flags_IB_ACCESS_REMOTE_WRITE
+        | ib_access_flags_IB_ACCESS_REMOTE_READ) as i32;
+    let m = ib_qp_attr_mask_IB_QP_STATE
+        | ib_qp_attr_mask_IB_QP_PKEY_INDEX
+        | ib_qp_attr_mask_IB_QP_PORT
+        | ib_qp_attr_mask_IB_QP_ACCESS_FLAGS;
+    if qp.modify(&mut a, m) != 0 {
+        return Err("modify to INIT failed");
+    }
+    let (mut a, m) = rtr_attr(dest, gid, sgid, mtu);
+    if qp.modify(&mut a, m) != 0 {
+        return Err("modify to RTR failed");
+    }
+    // SAFETY: all-zero is a valid `ib_qp_attr`.
+    let mut a: ib_qp_attr = unsafe { core::mem::zeroed() };
+    a.qp_state = ib_qp_state_IB_QPS_RTS;
+    a.sq_psn = PSN;
+    a.timeout = 14;
+    a.retry_cnt = 7;
+    a.rnr_retry = 7;
+    a.max_rd_atomic = 4;
+    let m = ib_qp_attr_mask_IB_QP_STATE
+        | ib_qp_attr_mask_IB_QP_SQ_PSN
+        | ib_qp_attr_mask_IB_QP_TIMEOUT
+        | ib_qp_attr_mask_IB_QP_RETRY_CNT
+        | ib_qp_attr_mask_IB_QP_RNR_RETRY
+        | ib_qp_attr_mask_IB_QP_MAX_QP_RD_ATOMIC;
+    if qp.modify(&mut a, m) != 0 {
+        return Err("modify to RTS failed");
+    }
+    Ok(())
+}
+
+/// The driver's `query_qp` into structures first filled with `poison`.
+fn query(qp: &TestQp, poison: u8) -> Result<(sys::ib_qp_attr, sys::ib_qp_init_attr), &'static str> {
+    let mut attr = core::mem::MaybeUninit::<sys::ib_qp_attr>::uninit();
+    let mut init = core::mem::MaybeUninit::<sys::ib_qp_init_attr>::uninit();
+    // SAFETY: plain byte fills of the structures' own memory.
+    unsafe {
+        core::ptr::write_bytes(attr.as_mut_ptr(), poison, 1);
+        core::ptr::write_bytes(init.as_mut_ptr(), poison, 1);
+    }
+    // SAFETY: a live QP of an rroce device, which sets `query_qp`; the
+    // structures are writable (the core's `kmalloc`ed ones are not
+    // initialized either).
+    let r = unsafe {
+        match (*(*qp.0).device).ops.query_qp {
+            Some(f) => f(qp.0, attr.as_mut_ptr(), 0, init.as_mut_ptr()),
+            None => -1,
+        }
+    };
+    if r != 0 {
+        return Err("query_qp failed");
+    }
+    // SAFETY: every byte is initialized (poison or the driver's values);
+    // the structures are plain C data, any pointer value included (never
+    // dereferenced here).
+    Ok(unsafe { (attr.assume_init(), init.assume_init()) })
+}
+
+/// The bytes of a plain C structure.
+fn bytes_of<T>(v: &T) -> &[u8] {
+    // SAFETY: `v` is `size_of::<T>()` initialized bytes (filled whole by
+    // `query`).
+    unsafe { core::slice::from_raw_parts(core::ptr::from_ref(v).cast::<u8>(), size_of::<T>()) }
+}
+
+/// `query_qp` writes every byte of both structures (nothing of the
+/// caller's memory survives to be copied to user space), and returns the
+/// QP's real address vector and signaling type.
+pub(crate) fn query_fills_every_field() -> Result<(), &'static str> {
+    use sys::*;
+    let dev = TestDev::new()?;
+    let Some((sgid, gid)) = loopback_gid(&dev) else {
+        return Err("no ::ffff:127.0.0.1 GID on the loopback device");
+    };
+    let pd = TestPd::new(&dev)?;
+    let c = Consumer::new(false);
+    let cq = TestCq::new(&dev, 64, 0, &c)?;
+    let a = create_qp(&pd, &cq, true).map_err(|_| "create_qp failed")?;
+    let b = create_qp(&pd, &cq, false).map_err(|_| "create_qp failed")?;
+    bring_up(&a, b.qpn(), &gid, sgid, ib_mtu_IB_MTU_2048)?;
+    let (attr1, init1) = query(&a, 0xa5)?;
+    let (attr2, init2) = query(&a, 0x5a)?;
+    if bytes_of(&attr1) != bytes_of(&attr2) {
+        return Err("query_qp left bytes of ib_qp_attr unwritten");
+    }
+    if bytes_of(&init1) != bytes_of(&init2) {
+        return Err("query_qp left bytes of ib_qp_init_attr unwritten");
+    }
+    let (at, ah) = (&attr1, &attr1.ah_attr);
+    // SAFETY: `raw` covers the union.
+    let dgid = unsafe { ah.grh.dgid.raw };
+    // SAFETY: as above.
+    if dgid != unsafe { gid.raw }
+        || ah.type_ != rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_ROCE
+        || u32::from(ah.ah_flags) & ib_ah_flags_IB_AH_GRH == 0
+        || ah.port_num != 1
+        || ah.sl != SL
+        || ah.grh.hop_limit != HOP_LIMIT
+        || ah.grh.traffic_class != TRAFFIC_CLASS
+        || ah.grh.flow_label != FLOW_LABEL
+        || ah.grh.sgid_index != sgid
+        || !ah.grh.sgid_attr.is_null()
+    {
+        return Err("query_qp's ah_attr is not the address vector set at RTR");
+    }
+    if at.qp_state != ib_qp_state_IB_QPS_RTS
+        || at.path_mtu != ib_mtu_IB_MTU_2048
+        || at.dest_qp_num != b.qpn()
+        || at.rq_psn != PSN
+        || at.sq_psn != PSN
+        || at.port_num != 1
+        || at.sq_draining != 0
+        || at.alt_port_num != 0
+        || at.path_mig_state != ib_mig_state_IB_MIG_MIGRATED
+    {
+        return Err("query_qp's attributes are not the ones set");
+    }
+    if init1.sq_sig_type != ib_sig_type_IB_SIGNAL_ALL_WR
+        || init1.qp_type != ib_qp_type_IB_QPT_RC
+        || init1.send_cq != cq.0
+        || init1.recv_cq != cq.0
+        || !init1.srq.is_null()
+        || init1.port_num != 1
+    {
+        return Err("query_qp's init attributes are wrong (sq_sig_type, CQs, port)");
+    }
+    let (_, initb) = query(&b, 0xa5)?;
+    if initb.sq_sig_type != ib_sig_type_IB_SIGNAL_REQ_WR {
+        return Err("query_qp reports the wrong sq_sig_type");
+    }
+    drop(a);
+    drop(b);
+    Ok(())
+}
+
+/// A kernel buffer of `len` bytes (vmalloc'ed if large) holding the
+/// test pattern of `seed`, or zeroes.
+fn big(len: usize, seed: Option<u8>) -> Result<KVVec<u8>, &'static str> {
+    let mut v = KVVec::from_elem(0u8, len, GFP_KERNEL).map_err(|_| "no memory")?;
+    if let Some(seed) = seed {
+        for (i, b) in v.iter_mut().enumerate() {
+            *b = seed.wrapping_add((i as u8).wrapping_mul(13)) ^ (i >> 10) as u8;
+        }
+    }
+    Ok(v)
+}
+
+/// Bytes of the READ left in flight when the responder is reset.
+const LONG_READ: usize = 4 << 20;
+/// Bytes moved by the traffic after the QPs are brought back.
+const AFTER_READ: usize = 64 << 10;
+const AFTER_SEND: usize = 3000;
+
+/// Posts a signaled RDMA READ of `len` bytes from `remote` into `local`.
+fn post_read(a: &TestQp, id: u64, local: *mut u8, remote: *const u8, len: usize, pd: &TestPd) -> i32 {
+    use sys::*;
+    let s = sge(local, len, pd.lkey());
+    // SAFETY: all-zero is a valid `ib_rdma_wr`.
+    let mut w: ib_rdma_wr = unsafe { core::mem::zeroed() };
+    w.wr.__bindgen_anon_1.wr_id = id;
+    w.wr.opcode = ib_wr_opcode_IB_WR_RDMA_READ;
+    w.wr.send_flags = ib_send_flags_IB_SEND_SIGNALED;
+    w.wr.sg_list = core::ptr::from_ref(&s).cast_mut();
+    w.wr.num_sge = 1;
+    w.remote_addr = remote as u64;
+    w.rkey = pd.rkey();
+    a.post_send(&w.wr).0
+}
+
+/// RESET quiesces a QP as `rxe_qp_reset` does: with a long READ in
+/// flight, the responder moved to RESET keeps no queued response, packet,
+/// requester or responder state, and its ring indices start over; both
+/// QPs then come back at a larger MTU with the same PSNs and move data
+/// correctly (no stale response lands in the new READ).
+pub(crate) fn reset_quiesces_qp() -> Result<(), &'static str> {
+    use sys::*;
+    let dev = TestDev::new()?;
+    let Some((sgid, gid)) = loopback_gid(&dev) else {
+        return Err("no ::ffff:127.0.0.1 GID on the loopback device");
+    };
+    let src = big(LONG_READ, Some(1))?;
+    let mut dst = big(LONG_READ, None)?;
+    let src2 = big(AFTER_READ, Some(77))?;
+    let mut dst2 = big(AFTER_READ, None)?;
+    let mut rbuf = big(4096, None)?;
+    let pd = TestPd::new(&dev)?;
+    let c = Consumer::new(false);
+    let cq_a = TestCq::new(&dev, 64, 0, &c)?;
+    let cq_b = TestCq::new(&dev, 64, 0, &c)?;
+    let a = create_qp(&pd, &cq_a, false).map_err(|_| "create_qp failed")?;
+    let b = create_qp(&pd, &cq_b, false).map_err(|_| "create_qp failed")?;
+    bring_up(&a, b.qpn(), &gid, sgid, ib_mtu_IB_MTU_1024)?;
+    bring_up(&b, a.qpn(), &gid, sgid, ib_mtu_IB_MTU_1024)?;
+    if post_read(&a, 1, dst.as_mut_ptr(), src.as_ptr(), LONG_READ, &pd) != 0 {
+        return Err("posting the long READ failed");
+    }
+    // SAFETY: a live QP of an rroce device.
+    let st_b = unsafe { RroceQp::state(b.0) };
+    // The request reaches B in a softirq, usually before `post_send`
+    // returns; its responses take far longer than this wait.
+    let mut tries = 0;
+    while !st_b.responding() {
+        tries += 1;
+        if tries > 50_000 {
+            return Err("B never answered the 4 MB READ (or finished first): nothing to test");
+        }
+        fsleep(Delta::from_micros(20));
+    }
+    if to_state(&b, ib_qp_state_IB_QPS_RESET) != 0 {
+        return Err("modify to RESET failed");
+    }
+    if let Some(what) = st_b.not_quiesced() {
+        pr_err!("qp {}: after RESET: {what}\n", b.qpn());
+        return Err("RESET left the responder's state behind");
+    }
+    // The requester side: flush the READ, then reset.
+    if to_state(&a, ib_qp_state_IB_QPS_ERR) != 0 {
+        return Err("modify to ERR failed");
+    }
+    let _ = wait_wcs(&cq_a, 1);
+    if to_state(&a, ib_qp_state_IB_QPS_RESET) != 0 {
+        return Err("modify to RESET failed");
+    }
+    // SAFETY: a live QP of an rroce device.
+    if let Some(what) = unsafe { RroceQp::state(a.0) }.not_quiesced() {
+        pr_err!("qp {}: after RESET: {what}\n", a.qpn());
+        return Err("RESET left the requester's state behind");
+    }
+    // Give stale responses (if any were left) time to arrive.
+    fsleep(Delta::from_millis(50));
+    bring_up(&a, b.qpn(), &gid, sgid, ib_mtu_IB_MTU_4096)?;
+    bring_up(&b, a.qpn(), &gid, sgid, ib_mtu_IB_MTU_4096)?;
+    traffic_after_reset(&a, &b, &pd, (&cq_a, &cq_b), &src2, &mut dst2, &mut rbuf)?;
+    drop(a);
+    drop(b);
+    Ok(())
+}
+
+/// A READ and a SEND over the QPs brought back after RESET complete with
+/// the right data.
+fn traffic_after_reset(
+    a: &TestQp,
+    b: &TestQp,
+    pd: &TestPd,
+    (cq_a, cq_b): (&TestCq, &TestCq),
+    src2: &[u8],
+    dst2: &mut [u8],
+    rbuf: &mut [u8],
+) -> Result<(), &'static str> {
+    use sys::*;
+    let r = sge(rbuf.as_mut_ptr(), rbuf.len(), pd.lkey());
+    // SAFETY: all-zero is a valid `ib_recv_wr`.
+    let mut rw: ib_recv_wr = unsafe { core::mem::zeroed() };
+    rw.__bindgen_anon_1.wr_id = 0xb1;
+    rw.sg_list = core::ptr::from_ref(&r).cast_mut();
+    rw.num_sge = 1;
+    if b.post_recv(&rw).0 != 0 {
+        return Err("post_recv after RESET failed");
+    }
+    if post_read(a, 2, dst2.as_mut_ptr(), src2.as_ptr(), AFTER_READ, pd) != 0 {
+        return Err("posting a READ after RESET failed");
+    }
+    let s = sge(src2.as_ptr(), AFTER_SEND, pd.lkey());
+    // SAFETY: all-zero is a valid `ib_send_wr`.
+    let mut w: ib_send_wr = unsafe { core::mem::zeroed() };
+    w.__bindgen_anon_1.wr_id = 3;
+    w.opcode = ib_wr_opcode_IB_WR_SEND;
+    w.send_flags = ib_send_flags_IB_SEND_SIGNALED;
+    w.sg_list = core::ptr::from_ref(&s).cast_mut();
+    w.num_sge = 1;
+    if a.post_send(&w).0 != 0 {
+        return Err("posting a SEND after RESET failed");
+    }
+    let sent = wait_wcs(cq_a, 2);
+    let got = wait_wcs(cq_b, 1);
+    let ok = |w: &ib_wc| w.status == ib_wc_status_IB_WC_SUCCESS;
+    if sent.len() != 2 || got.len() != 1 || !sent.iter().all(ok) || !ok(&got[0]) {
+        pr_err!("after RESET: {} send and {} receive completions\n", sent.len(), got.len());
+        return Err("traffic after RESET did not complete successfully");
+    }
+    if wr_id(&sent[0]) != 2 || wr_id(&sent[1]) != 3 || got[0].byte_len != AFTER_SEND as u32 {
+        return Err("completions after RESET are wrong");
+    }
+    if dst2[..] != src2[..] {
+        return Err("the READ after RESET returned wrong data");
+    }
+    if rbuf[..AFTER_SEND] != src2[..AFTER_SEND] {
+        return Err("the SEND after RESET delivered wrong data");
+    }
+    Ok(())
+}
+
+/// Asks `qp` for `mask` of `attr`, which must be refused, and checks that
+/// every attribute `query_qp` reports stayed the same.
+fn refused_unchanged(
+    qp: &TestQp,
+    attr: &mut sys::ib_qp_attr,
+    mask: u32,
+    what: &'static str,
+) -> Result<(), &'static str> {
+    let (before, _) = query(qp, 0)?;
+    if qp.modify(attr, mask) == 0 {
+        pr_err!("{what}: accepted\n");
+        return Err("a modify_qp from a false current state was accepted");
+    }
+    let (after, _) = query(qp, 0)?;
+    if bytes_of(&before) != bytes_of(&after) {
+        pr_err!(
+            "{what}: state {} -> {}, sq_psn {:#x} -> {:#x}, timeout {} -> {}, rnr timer {} -> {}\n",
+            before.qp_state,
+            after.qp_state,
+            before.sq_psn,
+            after.sq_psn,
+            before.timeout,
+            after.timeout,
+            before.min_rnr_timer,
+            after.min_rnr_timer
+        );
+        return Err("a rejected modify_qp changed the QP's attributes");
+    }
+    Ok(())
+}
+
+/// A rejected `modify_qp` changes nothing, and the current state a caller
+/// claims (`IB_QP_CUR_STATE`) must be the QP's: an RTS QP claiming RTR
+/// cannot take new RTS attributes (a new send PSN under packets in
+/// flight), and a QP in ERR claiming RTS cannot go back to RTS without
+/// passing through RESET.
+pub(crate) fn rejected_modify_changes_nothing() -> Result<(), &'static str> {
+    use sys::*;
+    let dev = TestDev::new()?;
+    let Some((sgid, gid)) = loopback_gid(&dev) else {
+        return Err("no ::ffff:127.0.0.1 GID on the loopback device");
+    };
+    let pd = TestPd::new(&dev)?;
+    let c = Consumer::new(false);
+    let cq = TestCq::new(&dev, 64, 0, &c)?;
+    let a = create_qp(&pd, &cq, false).map_err(|_| "create_qp failed")?;
+    let b = create_qp(&pd, &cq, false).map_err(|_| "create_qp failed")?;
+    bring_up(&a, b.qpn(), &gid, sgid, ib_mtu_IB_MTU_1024)?;
+    // SAFETY: all-zero is a valid `ib_qp_attr`.
+    let mut m: ib_qp_attr = unsafe { core::mem::zeroed() };
+    m.qp_state = ib_qp_state_IB_QPS_RTS;
+    m.cur_qp_state = ib_qp_state_IB_QPS_RTR;
+    m.sq_psn = 0x777;
+    m.timeout = 3;
+    m.retry_cnt = 1;
+    m.rnr_retry = 1;
+    m.max_rd_atomic = 1;
+    let mask = ib_qp_attr_mask_IB_QP_STATE
+        | ib_qp_attr_mask_IB_QP_CUR_STATE
+        | ib_qp_attr_mask_IB_QP_SQ_PSN
+        | ib_qp_attr_mask_IB_QP_TIMEOUT
+        | ib_qp_attr_mask_IB_QP_RETRY_CNT
+        | ib_qp_attr_mask_IB_QP_RNR_RETRY
+        | ib_qp_attr_mask_IB_QP_MAX_QP_RD_ATOMIC;
+    refused_unchanged(&a, &mut m, mask, "RTS claiming RTR -> RTS")?;
+    if to_state(&a, ib_qp_state_IB_QPS_ERR) != 0 {
+        return Err("modify to ERR failed");
+    }
+    // SAFETY: all-zero is a valid `ib_qp_attr`.
+    let mut m: ib_qp_attr = unsafe { core::mem::zeroed() };
+    m.qp_state = ib_qp_state_IB_QPS_RTS;
+    m.cur_qp_state = ib_qp_state_IB_QPS_RTS;
+    m.min_rnr_timer = 9;
+    let mask = ib_qp_attr_mask_IB_QP_STATE
+        | ib_qp_attr_mask_IB_QP_CUR_STATE
+        | ib_qp_attr_mask_IB_QP_MIN_RNR_TIMER;
+    refused_unchanged(&a, &mut m, mask, "ERR claiming RTS -> RTS")?;
+    drop(a);
+    drop(b);
+    Ok(())
+}
+
+/// QP numbers the test leaves free below the end of the QP table.
+const LEFT_FREE: u32 = 4;
+
+/// A full QP table: creating QPs until it fails ends with ENOMEM exactly
+/// when the table is full, and every QP created is reachable by its number
+/// (none gets a number past the table, where packets cannot find it).
+pub(crate) fn qp_table_full() -> Result<(), &'static str> {
+    let dev = TestDev::new()?;
+    let pd = TestPd::new(&dev)?;
+    let c = Consumer::new(false);
+    let cq = TestCq::new(&dev, 16, 0, &c)?;
+    // SAFETY: a registered rroce device, alive until `dev` drops.
+    let rdev = unsafe { RroceDev::from_ib(dev.0) };
+    // Take every number, then give back the last few with a table slot and
+    // every one past the table.
+    let cap = IndexAllocator::<{ limits::QP_ID_WORDS }>::CAPACITY as u32;
+    let mut taken = 0u32;
+    while taken < cap && rdev.qp_ids.alloc().is_ok() {
+        taken += 1;
+    }
+    let keep = limits::MAX_QP - LEFT_FREE;
+    for i in keep + 1..cap {
+        let _ = rdev.qp_ids.free(i);
+    }
+    let mut qps = KVec::new();
+    let mut err = 0;
+    while qps.len() < 256 {
+        match create_qp(&pd, &cq, false) {
+            Ok(q) => qps.push(q, GFP_KERNEL).map_err(|_| "no memory")?,
+            Err(e) => {
+                err = e;
+                break;
+            }
+        }
+    }
+    let mut unreachable = 0;
+    {
+        let guard = kernel::sync::rcu::read_lock();
+        for q in qps.iter() {
+            // SAFETY: a live QP of an rroce device.
+            let st = unsafe { RroceQp::state(q.0) };
+            match rdev.qps.get(q.qpn() as usize, &guard) {
+                Some(s) if core::ptr::eq(s, st) => {}
+                _ => unreachable += 1,
+            }
+        }
+    }
+    let created = qps.len();
+    drop(qps);
+    for i in 1..=keep {
+        let _ = rdev.qp_ids.free(i);
+    }
+    if unreachable != 0 {
+        pr_err!("{created} QPs created, {unreachable} not in the QP table\n");
+        return Err("QPs were created that cannot be found by their number");
+    }
+    if err != ENOMEM.to_errno() || created != LEFT_FREE as usize {
+        pr_err!("{created} QPs created, then {err}\n");
+        return Err("a full QP table must fail create_qp with ENOMEM");
+    }
+    Ok(())
+}
