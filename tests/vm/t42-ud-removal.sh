@@ -40,7 +40,7 @@ removal() {
 	for _ in $(seq 60); do [ "$(sent rroce1)" -gt $((n0 + 200)) ] && break; sleep 0.5; done
 	echo "    rroce1 sent_pkts $n0 -> $(sent rroce1)"
 	check "ud_removal.$name.no_hang" timeout 120 ip -n ns1 link del v1
-	check "ud_removal.$name.devices_gone" sh -c "sleep 2; ! rdma link | grep -qE 'rroce[01] '"
+	check "ud_removal.$name.devices_gone" sh -c "sleep 2; ! rdma link | grep -qE 'rroce[01]/'"
 	for _ in $(seq 60); do
 		alive=0
 		for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
