@@ -9,7 +9,7 @@
 before=$(dmesg | grep -c 'Oops\|BUG:')
 prog=build/tests/t42-ud-doorbell
 mkdir -p build/tests
-if ! gcc -O2 -Wall -Wextra -Werror -std=gnu11 tests/vm/t42-ud-doorbell.c \
+if [ ! $prog -nt tests/vm/t42-ud-doorbell.c ] && ! gcc -O2 -Wall -Wextra -Werror -std=gnu11 tests/vm/t42-ud-doorbell.c \
 	-libverbs -lpthread -o $prog 2>/tmp/t42.cc; then
 	fail ud_doorbell.build "$(tail -3 /tmp/t42.cc | tr '\n' ' ')"
 	exit 0
