@@ -686,6 +686,35 @@ impl Consumer {
         Ok(())
     }
 
+    /// Retires, oldest first, the entries published when it is called,
+    /// calling `f` with each slot before retiring it; `f` returns `false`
+    /// to stop early. Returns how many were retired.
+    ///
+    /// The producer index is read once: entries published meanwhile wait
+    /// for the next call, so a producer that keeps running ahead (a process
+    /// rewriting its index while the kernel flushes) cannot keep the drain
+    /// going. It retires at most [`Layout::capacity`] entries.
+    pub fn drain<H: SharedHeader + ?Sized>(
+        &mut self,
+        hdr: &H,
+        mut f: impl FnMut(&Slot) -> bool,
+    ) -> Result<u32, RingError> {
+        let avail = self.available(hdr)?;
+        for n in 0..avail {
+            let slot = Slot {
+                index: self.cons,
+                offset: self.layout.slot_offset(self.cons),
+                len: self.layout.elem_size(),
+            };
+            if !f(&slot) {
+                return Ok(n);
+            }
+            // Cannot fail: `avail - n` validated entries are left.
+            self.advance_by(1, hdr)?;
+        }
+        Ok(avail)
+    }
+
     /// Plans moving every queued entry into a ring of layout `new`.
     ///
     /// Fails with [`RingError::TooSmall`] if they do not fit; nothing

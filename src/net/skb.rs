@@ -58,16 +58,38 @@ impl Skb {
         unsafe { core::slice::from_raw_parts_mut(self.1, self.2) }
     }
 
-    /// Routes the packet, pushes the UDP and IP headers, writes the ICRC
-    /// and sends it.
-    pub(crate) fn send(self, av: &AddressVector, sport: u16, counters: &Counters) -> Result {
+    /// Routes the packet out of `ndev`, pushes the UDP and IP headers,
+    /// writes the ICRC and sends it. `ndev` is the device's netdev, read
+    /// inside the RCU read-side section `_rcu` the caller holds across
+    /// the call; a null `ndev` (the netdev is unregistering) drops the
+    /// packet.
+    ///
+    /// A queued skb names no netdev (see [`alloc`]): only here, with the
+    /// netdev known live for the call, does `skb->dev` point at it.
+    pub(crate) fn send(
+        self,
+        ndev: *mut sys::net_device,
+        _rcu: &kernel::sync::rcu::Guard,
+        av: &AddressVector,
+        sport: u16,
+        counters: &Counters,
+    ) -> Result {
+        if ndev.is_null() {
+            counters.inc(Counter::NoRoute);
+            return Err(ENODEV);
+        }
         let ipv6 = av.network == NetworkType::Ipv6;
         let mut l3: *mut u8 = null_mut();
         let mut l3_len: u32 = 0;
-        // SAFETY: we own the skb; the GIDs are 16 bytes.
+        // SAFETY: we own the skb; `ndev` was read from the device inside
+        // the RCU read-side section the caller holds, and an unregistering
+        // netdev is freed only after a grace period that follows its
+        // clearing (NETDEV_UNREGISTER, then `synchronize_net`), so it is
+        // live for this call; the GIDs are 16 bytes.
         let err = unsafe {
             sys::rroce_helper_tx_prepare(
                 self.0.as_ptr(),
+                ndev,
                 ipv6,
                 av.sgid.as_ptr(),
                 av.dgid.as_ptr(),
@@ -91,19 +113,28 @@ impl Skb {
         let skb = self.0.as_ptr();
         core::mem::forget(self);
         counters.inc(Counter::SentPkts);
-        // SAFETY: consumes the skb, whatever the result.
+        // SAFETY: consumes the skb, whatever the result; its netdev is
+        // live (above).
         let _ = unsafe { sys::rroce_helper_tx_send(skb) };
         Ok(())
     }
 }
 
-/// Allocates an skb for a RoCEv2 packet of `len` bytes (BTH through ICRC)
-/// on `ndev`; the caller fills `data`.
+/// Allocates an skb for a RoCEv2 packet of `len` bytes (BTH through ICRC),
+/// with headroom for `ndev`; the caller fills `data`. `None` without
+/// memory, or for a null `ndev` (the netdev is unregistering).
+///
+/// The skb does not name the netdev (`skb->dev` stays null, and no
+/// reference is held): it may wait on the QP past the netdev's removal,
+/// and [`Skb::send`] sets it from the netdev live then.
 pub(crate) fn alloc(ndev: *mut sys::net_device, ipv6: bool, len: usize) -> Option<Skb> {
+    if ndev.is_null() {
+        return None;
+    }
     let len32 = u32::try_from(len).ok()?;
     let mut data: *mut u8 = null_mut();
-    // SAFETY: `ndev` is live (the callers hold the RCU read lock and found
-    // it in the device).
+    // SAFETY: `ndev` is non-null, and live: the callers read it from the
+    // device inside the RCU read-side section they still hold.
     let skb = unsafe { sys::rroce_helper_tx_alloc(ndev, ipv6, len32, &mut data) };
     let skb = NonNull::new(skb)?;
     // INVARIANT: the helper put `len` bytes at `data`, owned with the skb.

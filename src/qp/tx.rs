@@ -20,7 +20,7 @@ use kernel::{
 };
 
 use super::{QpInner, QpState};
-use crate::{rdma::sys, transport};
+use crate::{ah::AddressVector, net::skb::Skb, rdma::sys, transport};
 
 /// Creates the QP's timer and initializes its work item.
 ///
@@ -63,7 +63,8 @@ pub(super) unsafe fn stop(st: &QpState) {
 impl QpState {
     /// Runs the send queue after new WQEs were published and sends what
     /// it built: the RC requester under the lock held in `inner`, the UD
-    /// sender in bounded batches of its own.
+    /// sender in bounded batches of its own. Bounded work: what is left
+    /// goes to the work item.
     pub(super) fn run_send_queue(
         &self,
         mut inner: SpinLockIrqGuard<'_, QpInner>,
@@ -76,23 +77,40 @@ impl QpState {
         } else {
             self.ctx(&mut inner, &guard).run_requester();
             drop(inner);
+            drop(guard);
             self.flush_tx();
         }
     }
 
-    /// Runs the UD sender until the send queue is empty, a bounded batch
-    /// per lock hold, sending each batch with the lock dropped.
+    /// Runs the UD sender, a batch per lock hold, sending each batch with
+    /// the lock dropped. A process's doorbell retires at most
+    /// [`UD_DOORBELL_BUDGET`] WQEs (the process may keep publishing) and
+    /// leaves the rest to the work item; a kernel consumer's WQEs all go
+    /// now (each carries the consumer's AH, valid only during its post;
+    /// the consumer bounds what it posts).
     fn run_ud(&self) {
+        let mut left = if self.fixed.kernel {
+            usize::MAX
+        } else {
+            UD_DOORBELL_BUDGET
+        };
         loop {
             let mut out = KVec::new();
+            let n = UD_BATCH.min(left);
             let more = {
                 let guard = rcu::read_lock();
                 let mut inner = self.inner.lock();
-                self.ctx(&mut inner, &guard)
-                    .run_ud_sender(&mut out, UD_BATCH)
+                self.ctx(&mut inner, &guard).run_ud_sender(&mut out, n)
             };
+            left = left.saturating_sub(n);
             self.send_datagrams(out);
             if !more {
+                return;
+            }
+            if left == 0 {
+                // SAFETY: initialized at create; cancelled before the state
+                // is freed.
+                unsafe { sys::rroce_helper_queue_work(self.tx_work.get()) };
                 return;
             }
         }
@@ -118,18 +136,29 @@ impl QpState {
             unsafe { sys::rroce_helper_queue_work(self.tx_work.get()) };
             return;
         }
-        let counters = &self.dev().counters;
         let sport = {
             let h = self.fixed.qpn.wrapping_mul(0x9e37_79b9);
             0xc000 | ((h >> 16) as u16 & 0x3fff)
         };
         for (skb, av) in out {
-            let _ = skb.send(&av, sport, counters);
+            self.send_skb(skb, &av, sport);
         }
     }
 
+    /// Sends one packet out of the device's netdev, looked up inside the
+    /// RCU read-side section the send runs in: a netdev unregistering
+    /// meanwhile is either seen gone (the packet is dropped) or stays
+    /// live until the send returns.
+    fn send_skb(&self, skb: Skb, av: &AddressVector, sport: u16) {
+        let dev = self.dev();
+        let guard = rcu::read_lock();
+        let _ = skb.send(dev.netdev(&guard), &guard, av, sport, &dev.counters);
+    }
+
     /// Sends the queued packets, in order: one context at a time drains
-    /// the queue, others leave their packets to it.
+    /// the queue, others leave their packets to it. At most a budget per
+    /// call; the rest, READ responses still to build and send WQEs left
+    /// unfetched go to the work item.
     pub(crate) fn flush_tx(&self) {
         // With bottom halves off, a veth peer only queues what we send (up
         // to netdev_max_backlog) and a burst (a large READ's responses)
@@ -143,67 +172,24 @@ impl QpState {
         } else if unsafe { sys::rroce_helper_in_atomic_bh() } {
             TX_BUDGET_ATOMIC
         } else {
-            usize::MAX
+            TX_BUDGET_PROCESS
         };
         loop {
             if self.tx_busy.swap(true, Ordering::Acquire) {
                 return;
             }
-            let mut deferred = false;
-            loop {
-                let (batch, av, sport, epoch) = {
-                    let mut inner = self.inner.lock();
-                    if inner.t.tx.is_empty() {
-                        break;
-                    }
-                    if budget == 0 {
-                        deferred = true;
-                        break;
-                    }
-                    (
-                        core::mem::take(&mut inner.t.tx),
-                        inner.t.attrs.av,
-                        inner.sport,
-                        inner.t.epoch,
-                    )
-                };
-                let counters = &self.dev().counters;
-                let mut rest = KVec::new();
-                for skb in batch {
-                    if budget == 0 {
-                        // Out of memory here drops the packet; the peer's
-                        // retransmission logic recovers it.
-                        let _ = rest.push(skb, GFP_ATOMIC);
-                        continue;
-                    }
-                    budget -= 1;
-                    match av.as_ref() {
-                        Some(av) => {
-                            let _ = skb.send(av, sport, counters);
-                        }
-                        None => drop(skb),
-                    }
-                }
-                if !rest.is_empty() {
-                    let mut inner = self.inner.lock();
-                    if inner.t.epoch != epoch {
-                        // The QP was reset meanwhile: not for the new
-                        // connection.
-                        continue;
-                    }
-                    for skb in inner.t.tx.drain_all() {
-                        let _ = rest.push(skb, GFP_ATOMIC);
-                    }
-                    inner.t.tx = rest;
-                }
-            }
+            let deferred = self.send_queued(&mut budget);
             self.tx_busy.store(false, Ordering::Release);
-            let (more_tx, more_resp) = {
+            let (more_tx, more_work) = {
                 let inner = self.inner.lock();
-                (!inner.t.tx.is_empty(), !inner.t.resp_q.is_empty())
+                (
+                    !inner.t.tx.is_empty(),
+                    !inner.t.resp_q.is_empty() || self.fetch_left(&inner),
+                )
             };
-            // READ responses still to build: the work item does it.
-            if deferred || more_resp {
+            // READ responses still to build, WQEs still to fetch: the work
+            // item does it.
+            if deferred || more_work {
                 // SAFETY: initialized at create; cancelled before the state
                 // is freed.
                 unsafe { sys::rroce_helper_queue_work(self.tx_work.get()) };
@@ -214,15 +200,84 @@ impl QpState {
             }
         }
     }
+
+    /// Whether the last fetch left published send WQEs for the work item
+    /// (never for a kernel consumer's UD QP, whose WQEs are all built
+    /// during its post).
+    fn fetch_left(&self, inner: &QpInner) -> bool {
+        inner.t.send_pending() && !(self.is_ud() && self.fixed.kernel)
+    }
+
+    /// Sends packets of `TransportState::tx` while `budget` lasts (the
+    /// caller owns `tx_busy`); `true` if some were left for lack of it.
+    fn send_queued(&self, budget: &mut usize) -> bool {
+        loop {
+            let (batch, av, sport, epoch) = {
+                let mut inner = self.inner.lock();
+                if inner.t.tx.is_empty() {
+                    return false;
+                }
+                if *budget == 0 {
+                    return true;
+                }
+                (
+                    core::mem::take(&mut inner.t.tx),
+                    inner.t.attrs.av,
+                    inner.sport,
+                    inner.t.epoch,
+                )
+            };
+            let mut rest = KVec::new();
+            for skb in batch {
+                if *budget == 0 {
+                    // Out of memory here drops the packet; the peer's
+                    // retransmission logic recovers it.
+                    let _ = rest.push(skb, GFP_ATOMIC);
+                    continue;
+                }
+                *budget -= 1;
+                match av.as_ref() {
+                    Some(av) => self.send_skb(skb, av, sport),
+                    None => drop(skb),
+                }
+            }
+            if !rest.is_empty() {
+                let mut inner = self.inner.lock();
+                if inner.t.epoch != epoch {
+                    // The QP was reset meanwhile: the rest is not for the
+                    // new connection.
+                    continue;
+                }
+                for skb in inner.t.tx.drain_all() {
+                    let _ = rest.push(skb, GFP_ATOMIC);
+                }
+                inner.t.tx = rest;
+            }
+        }
+    }
 }
 
 /// Datagrams the UD sender builds per hold of the QP lock.
 const UD_BATCH: usize = 32;
 
+/// UD WQEs a process's doorbell retires before it leaves the rest to the
+/// work item.
+const UD_DOORBELL_BUDGET: usize = 128;
+
+/// UD WQEs one pass of the work item retires.
+const WORK_UD_BURST: usize = 64;
+
 /// Packets one softirq-context flush sends before it defers to the work item.
 const TX_BUDGET_ATOMIC: usize = 64;
 
-/// The QP's transmit work item: sends what softirq context deferred.
+/// Packets one process-context flush (a doorbell, a pass of the work item)
+/// sends before it defers to the work item.
+const TX_BUDGET_PROCESS: usize = 256;
+
+/// The QP's transmit work item: one bounded pass over what is left (READ
+/// responses to build, send WQEs to fetch, datagrams and packets to send);
+/// it queues itself again while more remains, so the workqueue schedules
+/// between passes.
 ///
 /// # Safety
 ///
@@ -236,32 +291,52 @@ unsafe extern "C" fn tx_work_fn(work: *mut sys::work_struct) {
             .cast::<QpState>()
     };
     let dev = state.dev();
-    loop {
-        {
-            let guard = rcu::read_lock();
-            let ndev = dev.netdev(&guard);
-            let mut inner = state.inner.lock();
-            if ndev.is_null() || inner.dead {
-                // The netdev or the QP is going away: nothing more is sent.
-                drop(core::mem::take(&mut inner.t.tx));
-                drop(core::mem::take(&mut inner.ud_tx));
-                return;
-            }
-            state
-                .ctx(&mut inner, &guard)
-                .pump_responses(WORK_RESP_BURST);
-        }
-        let datagrams = core::mem::take(&mut state.inner.lock().ud_tx);
-        state.send_datagrams(datagrams);
-        state.flush_tx();
-        let inner = state.inner.lock();
-        if inner.t.resp_q.is_empty() && inner.t.tx.is_empty() && inner.ud_tx.is_empty() {
+    let mut datagrams = KVec::new();
+    let mut ud_more = false;
+    {
+        let guard = rcu::read_lock();
+        let ndev = dev.netdev(&guard);
+        let mut inner = state.inner.lock();
+        if ndev.is_null() || inner.dead {
+            // The netdev or the QP is going away: nothing more is sent.
+            drop(core::mem::take(&mut inner.t.tx));
+            drop(core::mem::take(&mut inner.ud_tx));
             return;
         }
+        let pending = inner.t.send_pending();
+        let mut ctx = state.ctx(&mut inner, &guard);
+        ctx.pump_responses(WORK_RESP_BURST);
+        if state.is_ud() {
+            // A kernel consumer's WQEs were all built during its post.
+            if !state.fixed.kernel {
+                ud_more = ctx.run_ud_sender(&mut datagrams, WORK_UD_BURST);
+            }
+        } else if pending {
+            ctx.run_requester();
+        }
+        for d in inner.ud_tx.drain_all() {
+            // Without memory a datagram is lost, as on the wire.
+            let _ = datagrams.push(d, GFP_ATOMIC);
+        }
+    }
+    state.send_datagrams(datagrams);
+    state.flush_tx();
+    let more = {
+        let inner = state.inner.lock();
+        ud_more
+            || !inner.t.resp_q.is_empty()
+            || !inner.t.tx.is_empty()
+            || !inner.ud_tx.is_empty()
+            || state.fetch_left(&inner)
+    };
+    if more {
+        // SAFETY: `state` is live (contract); destroy cancels the work
+        // item before freeing it.
+        unsafe { sys::rroce_helper_queue_work(state.tx_work.get()) };
     }
 }
 
-/// READ response packets the work item builds between sends.
+/// READ response packets the work item builds per pass.
 const WORK_RESP_BURST: u32 = 256;
 
 /// The QP timer's callback (softirq context).

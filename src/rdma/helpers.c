@@ -225,7 +225,8 @@ struct sk_buff *rroce_helper_tx_alloc(struct net_device *ndev, bool ipv6, u32 le
 	if (!skb)
 		return NULL;
 	skb_reserve(skb, hdr + LL_RESERVED_SPACE(ndev));
-	skb->dev = ndev;
+	/* No skb->dev (and no reference) while the packet waits on its QP:
+	 * rroce_helper_tx_prepare() sets it from the netdev live then. */
 	skb->protocol = ipv6 ? htons(ETH_P_IPV6) : htons(ETH_P_IP);
 	*data = skb_put(skb, len);
 	return skb;
@@ -266,12 +267,15 @@ static struct dst_entry *rroce_route6(struct net *net, struct net_device *ndev,
 	return dst;
 }
 
-int rroce_helper_tx_prepare(struct sk_buff *skb, bool ipv6, const u8 *sgid, const u8 *dgid,
-			    u16 sport, u8 tclass, u8 ttl, u8 **l3, u32 *l3_len)
+int rroce_helper_tx_prepare(struct sk_buff *skb, struct net_device *ndev, bool ipv6,
+			    const u8 *sgid, const u8 *dgid, u16 sport, u8 tclass, u8 ttl,
+			    u8 **l3, u32 *l3_len)
 {
-	struct net *net = dev_net(skb->dev);
+	struct net *net = dev_net(ndev);
 	struct dst_entry *dst;
 	struct udphdr *udph;
+
+	skb->dev = ndev;
 
 	if (ipv6)
 		dst = rroce_route6(net, skb->dev, (const struct in6_addr *)sgid,

@@ -78,11 +78,15 @@ void rroce_helper_synchronize_rcu(void);
 int rroce_helper_rx_skb(struct sk_buff *skb, struct net_device **ndev, u8 **l3, u32 *l3_len);
 void rroce_helper_kfree_skb(struct sk_buff *skb);
 void rroce_helper_consume_skb(struct sk_buff *skb);
-/* An skb with room for the IP and UDP headers in front of @len bytes. */
+/* An skb with room for @ndev's link header and the IP and UDP headers in
+ * front of @len bytes; skb->dev stays NULL until rroce_helper_tx_prepare(). */
 struct sk_buff *rroce_helper_tx_alloc(struct net_device *ndev, bool ipv6, u32 len, u8 **data);
-/* Route, then push the UDP and IP headers (as rdma_rxe's prepare4/6). */
-int rroce_helper_tx_prepare(struct sk_buff *skb, bool ipv6, const u8 *sgid, const u8 *dgid,
-			    u16 sport, u8 tclass, u8 ttl, u8 **l3, u32 *l3_len);
+/* Route out of @ndev (live for the call: the caller holds the RCU read lock
+ * it found it under), then push the UDP and IP headers (as rdma_rxe's
+ * prepare4/6). */
+int rroce_helper_tx_prepare(struct sk_buff *skb, struct net_device *ndev, bool ipv6,
+			    const u8 *sgid, const u8 *dgid, u16 sport, u8 tclass, u8 ttl,
+			    u8 **l3, u32 *l3_len);
 /* ip_local_out()/ip6_local_out(); consumes the skb. */
 int rroce_helper_tx_send(struct sk_buff *skb);
 

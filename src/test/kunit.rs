@@ -80,6 +80,7 @@ selftest_suite!(
         hostile_producer_index,
         resize_plans,
         const_layout,
+        drain_bounded_by_snapshot,
     ]
 );
 

@@ -4,10 +4,11 @@
 //! both queues with `IB_WC_WR_FLUSH_ERR`; RTR and RTS reset the responder
 //! and the requester.
 
-use super::{Ctx, Req, Resp};
+use super::{post_cqe_to, Ctx, Req, Resp};
 use crate::{
     abi,
     completion::{Completion, WcOpcode, WcStatus},
+    cq::Kind,
     rdma::sys,
 };
 
@@ -23,13 +24,33 @@ impl Ctx<'_> {
         self.flush_rq();
     }
 
-    /// Completes every fetched WQE with `IB_WC_WR_FLUSH_ERR`.
+    /// Completes every published send WQE with `IB_WC_WR_FLUSH_ERR`: the
+    /// fetched ones, then those published when the flush began (one
+    /// snapshot of the producer index: a process that keeps publishing
+    /// cannot keep the flush going, with interrupts off).
     pub(super) fn flush_sq(&mut self) {
-        // Already failing: a bad index only ends the copying.
-        let _ = self.copy_new_wqes();
         while self.inner.req.fetched > 0 {
             self.complete_head(WcStatus::WrFlushErr);
         }
+        let qp = self.qp;
+        // A corrupt producer index: what it claims is not flushed.
+        let _ = self.inner.sq.drain(&qp.sq_buf, |slot| {
+            let mut tmp = [0u8; abi::SEND_WQE_HEADER_SIZE];
+            // SAFETY: the slot holds `sq_elem >= SEND_WQE_HEADER_SIZE`
+            // bytes of the ring buffer; the process may scribble on them,
+            // which only changes the `wr_id` reported.
+            unsafe {
+                core::ptr::copy_nonoverlapping(
+                    qp.sq_buf.at(slot.offset()),
+                    tmp.as_mut_ptr(),
+                    tmp.len().min(qp.sq_elem),
+                )
+            };
+            let wr_id = abi::SendWqe::from_bytes(&tmp).map_or(0, |w| w.wr.wr_id);
+            let c = Completion::new(wr_id, WcStatus::WrFlushErr, WcOpcode::Send, qp.qpn);
+            post_cqe_to(qp, qp.send_cq, &c, Kind::Error);
+            true
+        });
         let r = &mut self.inner.req;
         r.una = r.psn;
         r.max_psn = r.psn;
@@ -37,32 +58,34 @@ impl Ctx<'_> {
         r.cur_off = 0;
         r.max_cur = 0;
         r.max_cur_off = 0;
+        r.pending = false;
     }
 
-    /// Completes every posted receive WQE with `IB_WC_WR_FLUSH_ERR`.
+    /// Completes every receive WQE published when the flush began with
+    /// `IB_WC_WR_FLUSH_ERR` (one snapshot of the producer index, as
+    /// [`Self::flush_sq`]).
     pub(crate) fn flush_rq(&mut self) {
         self.inner.resp.recv.active = false;
-        let Some(rq_buf) = self.qp.rq_buf.as_ref() else {
+        let qp = self.qp;
+        let Some(rq_buf) = qp.rq_buf.as_ref() else {
             return;
         };
-        while let Ok(slot) = self.inner.rq.peek(rq_buf) {
-            let e = self.qp.rq_elem;
+        let _ = self.inner.rq.drain(rq_buf, |slot| {
             let mut tmp = [0u8; abi::RECV_WQE_HEADER_SIZE];
-            // SAFETY: the slot holds `e >= RECV_WQE_HEADER_SIZE` bytes.
+            // SAFETY: the slot holds `rq_elem >= RECV_WQE_HEADER_SIZE`
+            // bytes of the ring buffer.
             unsafe {
                 core::ptr::copy_nonoverlapping(
                     rq_buf.at(slot.offset()),
                     tmp.as_mut_ptr(),
-                    tmp.len().min(e),
+                    tmp.len().min(qp.rq_elem),
                 )
             };
-            let wr_id = abi::RecvWqe::from_bytes(&tmp).map(|w| w.wr_id).unwrap_or(0);
-            let c = Completion::new(wr_id, WcStatus::WrFlushErr, WcOpcode::Recv, self.qp.qpn);
-            self.post_cqe(self.qp.recv_cq, &c);
-            if self.inner.rq.advance(slot, rq_buf).is_err() {
-                break;
-            }
-        }
+            let wr_id = abi::RecvWqe::from_bytes(&tmp).map_or(0, |w| w.wr_id);
+            let c = Completion::new(wr_id, WcStatus::WrFlushErr, WcOpcode::Recv, qp.qpn);
+            post_cqe_to(qp, qp.recv_cq, &c, Kind::Error);
+            true
+        });
     }
 
     /// Sets up the requester at RTS and the responder at RTR.

@@ -153,6 +153,21 @@ pub(crate) struct Req {
     noack: u32,
     /// The send window: shrunk after losses, grown back with progress.
     window: Window,
+    /// The last fetch left published WQEs for a later pass
+    /// ([`FETCH_BUDGET`]): the QP's work item runs the send queue again.
+    pending: bool,
+}
+
+/// Send WQEs copied from the ring per fetch: the copy runs under the QP
+/// lock, with interrupts off, and the process may keep its ring full.
+pub(crate) const FETCH_BUDGET: u32 = 64;
+
+impl TransportState {
+    /// Whether published send WQEs were left for a later pass: the QP's
+    /// work item must run the send queue again.
+    pub(crate) fn send_pending(&self) -> bool {
+        self.req.pending
+    }
 }
 
 /// The receive WQE a multi-packet SEND is filling.
@@ -380,26 +395,31 @@ impl Ctx<'_> {
         self.post_cqe_kind(cq, c, kind);
     }
 
-    /// Posts `c` to `cq` in the CQ's own format: a user CQE, or a kernel
-    /// `ib_wc`.
+    /// Posts `c` to `cq` in the CQ's own format ([`post_cqe_to`]).
     fn post_cqe_kind(&self, cq: *mut sys::ib_cq, c: &Completion, kind: Kind) {
-        // SAFETY: the QP holds a use count on its CQs (the core's), so they
-        // outlive it.
-        let cq = unsafe { RroceCq::state(cq) };
-        // An overflow kills the CQ and raises its error event.
-        if cq.is_user() {
-            let _ = cq.post(&c.to_cqe().to_bytes(), kind);
-        } else {
-            let wc = c.to_ib_wc(self.qp.ibqp);
-            // SAFETY: `wc` is plain data of `size_of::<ib_wc>()` bytes,
-            // zero-initialised before its fields were set.
-            let bytes = unsafe {
-                core::slice::from_raw_parts(
-                    core::ptr::from_ref(&wc).cast::<u8>(),
-                    size_of::<sys::ib_wc>(),
-                )
-            };
-            let _ = cq.post(bytes, kind);
-        }
+        post_cqe_to(self.qp, cq, c, kind);
+    }
+}
+
+/// Posts `c` for the QP `qp` to `cq`, one of its CQs, in the CQ's own
+/// format: a user CQE, or a kernel `ib_wc`.
+fn post_cqe_to(qp: &QpFixed, cq: *mut sys::ib_cq, c: &Completion, kind: Kind) {
+    // SAFETY: the QP holds a use count on its CQs (the core's), so they
+    // outlive it.
+    let cq = unsafe { RroceCq::state(cq) };
+    // An overflow kills the CQ and raises its error event.
+    if cq.is_user() {
+        let _ = cq.post(&c.to_cqe().to_bytes(), kind);
+    } else {
+        let wc = c.to_ib_wc(qp.ibqp);
+        // SAFETY: `wc` is plain data of `size_of::<ib_wc>()` bytes,
+        // zero-initialised before its fields were set.
+        let bytes = unsafe {
+            core::slice::from_raw_parts(
+                core::ptr::from_ref(&wc).cast::<u8>(),
+                size_of::<sys::ib_wc>(),
+            )
+        };
+        let _ = cq.post(bytes, kind);
     }
 }

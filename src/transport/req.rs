@@ -7,8 +7,8 @@
 use kernel::prelude::*;
 
 use super::{
-    timeout_us, Ctx, Req, SendOp, SgeError, SEND_FENCE, SEND_INLINE, SEND_IP_CSUM, SEND_SIGNALED,
-    SEND_SOLICITED,
+    timeout_us, Ctx, Req, SendOp, SgeError, FETCH_BUDGET, SEND_FENCE, SEND_INLINE, SEND_IP_CSUM,
+    SEND_SIGNALED, SEND_SOLICITED,
 };
 use crate::{
     abi,
@@ -54,12 +54,15 @@ impl Ctx<'_> {
         }
     }
 
-    /// Copies every WQE published since the last call into its shadow
-    /// slot and validates it; fails on a producer index the process
-    /// corrupted.
+    /// Copies the WQEs published since the last call into their shadow
+    /// slots and validates them, at most [`FETCH_BUDGET`] (the copy runs
+    /// with interrupts off; `Req::pending` says more are left); fails on
+    /// a producer index the process corrupted.
     pub(super) fn copy_new_wqes(&mut self) -> Result<(), crate::engine::ring::RingError> {
         let avail = self.inner.sq.available(&self.qp.sq_buf)?;
-        while self.inner.req.fetched < avail {
+        let end = avail.min(self.inner.req.fetched.saturating_add(FETCH_BUDGET));
+        self.inner.req.pending = end < avail;
+        while self.inner.req.fetched < end {
             let k = self.inner.req.fetched;
             let Ok(slot) = self.inner.sq.peek_nth(&self.qp.sq_buf, k) else {
                 break;
@@ -198,6 +201,9 @@ impl Ctx<'_> {
             return;
         }
         if self.inner.state != sys::ib_qp_state_IB_QPS_RTS {
+            // Nothing is fetched below RTS: the work item has nothing
+            // to come back for.
+            self.inner.req.pending = false;
             return;
         }
         self.fetch();

@@ -25,9 +25,10 @@ pub(crate) type Datagram = (Skb, crate::ah::AddressVector);
 impl Ctx<'_> {
     /// The UD requester: every fetched WQE becomes one datagram to the AH
     /// it names and completes once built (UD has no acknowledgements). The
-    /// datagrams go to `out`, to be sent once the QP lock is dropped; at
-    /// most `budget` per call (the lock keeps interrupts off). Returns
-    /// whether WQEs are left.
+    /// datagrams go to `out`, to be sent once the QP lock is dropped. At
+    /// most `budget` WQEs are retired per call (the lock keeps interrupts
+    /// off). Returns whether WQEs are left: fetched, or published and not
+    /// fetched yet.
     pub(crate) fn run_ud_sender(&mut self, out: &mut KVec<Datagram>, budget: usize) -> bool {
         if self.inner.state == sys::ib_qp_state_IB_QPS_ERR {
             self.fetch();
@@ -35,13 +36,18 @@ impl Ctx<'_> {
             return false;
         }
         if self.inner.state != sys::ib_qp_state_IB_QPS_RTS {
+            // Nothing is fetched below RTS: the work item has nothing
+            // to come back for.
+            self.inner.req.pending = false;
             return false;
         }
         self.fetch();
+        let mut left = budget;
         while self.inner.req.fetched > 0 {
-            if out.len() >= budget {
+            if left == 0 {
                 return true;
             }
+            left -= 1;
             let op = self.op(0);
             let status = if let Some(invalid) = op.invalid {
                 invalid
@@ -62,7 +68,7 @@ impl Ctx<'_> {
             // (it recovers only from SQE, which rroce does not model).
             self.complete_head(status);
         }
-        false
+        self.inner.req.pending
     }
 
     /// The datagram of WQE 0, or the completion status that refuses it.
@@ -118,6 +124,11 @@ impl Ctx<'_> {
         let len = op.len as usize;
         let total = wire::packet_len(opcode, len).ok_or(WcStatus::LocLenErr)?;
         let ipv6 = av.network == crate::ah::NetworkType::Ipv6;
+        if self.ndev.is_null() {
+            // The netdev is unregistering (the device goes next): as
+            // rdma_rxe when it finds no netdev to build a packet on.
+            return Err(WcStatus::LocQpOpErr);
+        }
         // Without memory the datagram is lost, as on the wire.
         let mut skb = skb::alloc(self.ndev, ipv6, total).ok_or(WcStatus::Success)?;
         let buf = skb.buf();

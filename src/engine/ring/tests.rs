@@ -17,6 +17,11 @@ fn selftests() {
     selftest::const_layout().unwrap();
 }
 
+#[test]
+fn drain_bounded_by_snapshot() {
+    selftest::drain_bounded_by_snapshot().unwrap();
+}
+
 /// A byte buffer standing in for the vmalloc'd queue, with real header
 /// words, so the offsets are exercised for real.
 struct Buf {
