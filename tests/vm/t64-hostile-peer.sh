@@ -18,7 +18,7 @@ R=${RROCE_RUN:-/tmp}
 STATE=$R/hpeer.state
 VOUT=$R/hpeer.victim
 IOUT=$R/hpeer.inject
-FIFO=$R/hpeer.fifo
+GO=$R/hpeer.go
 log_mark=$(dmesg | wc -l)
 
 netns_setup || { fail hostile_peer.netns "netns setup failed"; exit 0; }
@@ -36,13 +36,16 @@ report() {
 	done < <(grep '^CHECK ' "$1")
 }
 
-rm -f "$STATE" "$FIFO"
-mkfifo "$FIFO"
-./build/tests/peer_victim -a rroce0 -A 2001:db8::1 -b rroce1 -B 2001:db8::2 -s "$STATE" \
-	<"$FIFO" >"$VOUT" 2>&1 &
+# The victim waits for a line on its standard input: "go" once $GO exists
+# (a pipe from a subshell: the run directory may not hold a FIFO).
+rm -f "$STATE" "$GO"
+(
+	for _ in $(seq 2500); do [ -e "$GO" ] && break; sleep 0.2; done
+	echo go
+) | ./build/tests/peer_victim -a rroce0 -A 2001:db8::1 -b rroce1 -B 2001:db8::2 -s "$STATE" \
+	>"$VOUT" 2>&1 &
 vpid=$!
-exec 3>"$FIFO"
-for _ in $(seq 150); do
+for _ in $(seq 300); do
 	grep -q READY "$VOUT" 2>/dev/null && break
 	kill -0 $vpid 2>/dev/null || break
 	sleep 0.2
@@ -57,16 +60,15 @@ if grep -q READY "$VOUT"; then
 else
 	fail hostile_peer.victim_ready "$(tail -5 "$VOUT" | tr '\n' ' ')"
 fi
-echo go >&3
-exec 3>&-
-for _ in $(seq 600); do kill -0 $vpid 2>/dev/null || break; sleep 0.5; done
+touch "$GO"
+for _ in $(seq 900); do kill -0 $vpid 2>/dev/null || break; sleep 0.5; done
 kill $vpid 2>/dev/null
 wait $vpid
 vrc=$?
 sed 's/^/    /' "$VOUT"
 report "$VOUT"
 if [ $vrc = 0 ]; then pass hostile_peer.victim_exit; else fail hostile_peer.victim_exit "exit status $vrc"; fi
-rm -f "$FIFO"
+rm -f "$GO"
 
 check hostile_peer.del0 ip netns exec ns0 rdma link del rroce0
 check hostile_peer.del1 ip netns exec ns1 rdma link del rroce1
