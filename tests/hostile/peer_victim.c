@@ -58,9 +58,10 @@ static const struct pair_def defs[] = {
 	{ "probe", 0, 16 },	{ "control", 1, 16 }, { "spoof_src", 1, 16 },
 	{ "spoof_dst", 1, 16 }, { "bad_pkey", 1, 16 }, { "dup_read", 1, 16 },
 	{ "dup_atomic", 1, 16 }, { "oos_middle", 1, 16 }, { "pad_lies", 1, 16 },
-	{ "over_mtu", 1, 16 },	{ "unexp_resp", 1, 16 }, { "wrong_type", 1, 16 },
+	{ "nak_over_mtu", 0, 16 }, { "unexp_resp", 1, 16 }, { "wrong_type", 1, 16 },
 	{ "nak_huge_read", 0, 16 }, { "nak_rd_atomic", 0, 0 }, { "nak_send_inv", 0, 16 },
-	{ "nak_seq_middle", 0, 16 },
+	{ "nak_seq_middle", 0, 16 }, { "nak_short_first", 0, 16 },
+	{ "nak_write_over_mtu", 0, 16 },
 };
 #define NPAIRS (sizeof(defs) / sizeof(defs[0]))
 #define MR_SIZE (NPAIRS * SLICE)

@@ -348,7 +348,9 @@ def live_cases(a, mr, pairs):
         (peer, victim, req(RC_SEND_ONLY, q, e + 10, payload=b"o" * 8, ack=True)),
     ], {"out_of_seq_request": 1}, [(RC_ACK, NAK_SEQ, e, None)])
 
-    # Pad and length lies at the expected PSN.
+    # Pad and length lies the parser sees (payload not a multiple of 4, pad
+    # count beyond the payload, payload on a READ request or an ACK), at
+    # the expected PSN: malformed, dropped.
     p, q, e, va = pair("pad_lies")
     add("pad_lies", [
         (peer, victim, req(RC_SEND_ONLY, q, e, payload=b"x" * 6, pad=0, ack=True)),
@@ -356,14 +358,6 @@ def live_cases(a, mr, pairs):
         (peer, victim, req(RC_READ_REQ, q, e, reth(va + mr["off_rd"], rkey, 64), b"\0" * 4)),
         (peer, victim, req(RC_ACK, q, p["v_sq_psn"] - 1, aeth(SYN_ACK), b"\0" * 4)),
     ], {"rcvd_malformed": 4})
-    p, q, e, va = pair("over_mtu")  # path MTU 1024
-    add("over_mtu", [
-        (peer, victim, req(RC_SEND_ONLY, q, e, payload=b"o" * 1100, ack=True)),
-        (peer, victim, req(RC_SEND_FIRST, q, e, payload=b"f" * 512)),
-        (peer, victim, req(RC_WRITE_ONLY, q, e, reth(va + mr["off_guard"], rkey, 1100), b"O" * 1100,
-                           ack=True)),
-    ], {"rcvd_malformed": 3})
-
     # Responses for nothing outstanding (the victim's requester has sent
     # nothing): every ACK/NAK syndrome class, READ responses, an atomic ACK.
     p, q, e, va = pair("unexp_resp")
@@ -406,6 +400,18 @@ def live_cases(a, mr, pairs):
         {"sent_nak_inv_req": 1}, [(RC_ACK, NAK_INV_REQ, e, None)])
     p, q, e, va = pair("nak_seq_middle")
     add("nak_seq_middle", [(peer, victim, req(RC_SEND_MIDDLE, q, e, payload=b"m" * 1024))],
+        {"sent_nak_inv_req": 1}, [(RC_ACK, NAK_INV_REQ, e, None)])
+    # Lengths that break the path MTU (1024) rules: a responder length
+    # error, as rxe's check_length: NAK invalid request, not a drop.
+    p, q, e, va = pair("nak_over_mtu")
+    add("nak_over_mtu", [(peer, victim, req(RC_SEND_ONLY, q, e, payload=b"o" * 1100, ack=True))],
+        {"sent_nak_inv_req": 1}, [(RC_ACK, NAK_INV_REQ, e, None)])
+    p, q, e, va = pair("nak_short_first")
+    add("nak_short_first", [(peer, victim, req(RC_SEND_FIRST, q, e, payload=b"f" * 512))],
+        {"sent_nak_inv_req": 1}, [(RC_ACK, NAK_INV_REQ, e, None)])
+    p, q, e, va = pair("nak_write_over_mtu")
+    add("nak_write_over_mtu", [(peer, victim, req(RC_WRITE_ONLY, q, e, reth(va + mr["off_guard"], rkey, 1100),
+                                                  b"O" * 1100, ack=True))],
         {"sent_nak_inv_req": 1}, [(RC_ACK, NAK_INV_REQ, e, None)])
     return cases
 
