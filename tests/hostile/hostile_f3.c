@@ -3,11 +3,12 @@
  * hostile_f3: a READ must never return bytes of another protection domain
  * after its MR is deregistered and its rkey handed to a new MR.
  *
- *   hostile_f3 -a DEV -b DEV [-g GID_INDEX] [-s MIB] [-r READS] [-m REGS] [-W WORDS]
+ *   hostile_f3 -a DEV -b DEV [-g GID_INDEX] [-s MIB] [-q QPS] [-m REGS] [-W WORDS]
  *
- * Device B holds MR1 (PD1, every byte 0x11). A QP on device A posts READS
- * RDMA READs of MIB MiB each from MR1 (at a 256-byte path MTU: a long
- * stream of response packets). As soon as the first bytes land, MR1 is
+ * Device B holds MR1 (PD1, every byte 0x11). QPS QPs on device A (32) each
+ * post one RDMA READ of MIB MiB (16) from MR1 at a 256-byte path MTU: a long
+ * stream of response packets (the send window lets one READ of this size
+ * out per QP at a time, hence many QPs). As soon as the first bytes land, MR1 is
  * deregistered, its buffer is filled with 0x22 and up to REGS MRs are
  * registered in a second PD, PD2, on B (and on A), steering the next key
  * onto MR1's old rkey the way rroce hands keys out today: index << 8 |
@@ -27,8 +28,8 @@
 #include "hostile.h"
 
 static const char *dev_a, *dev_b;
-static int gid_index = 1, nreads = 128, max_regs = 600, words = 257;
-static size_t size = 8u << 20;
+static int gid_index = 1, nreads = 32, max_regs = 600, words = 257;
+static size_t size = 16u << 20;
 
 struct reg {
 	struct ibv_mr *mr;
@@ -40,24 +41,24 @@ int main(int argc, char **argv)
 	struct hu_side A, B;
 	int c;
 
-	while ((c = getopt(argc, argv, "a:b:g:s:r:m:W:")) != -1) {
+	while ((c = getopt(argc, argv, "a:b:g:s:q:m:W:")) != -1) {
 		switch (c) {
 		case 'a': dev_a = optarg; break;
 		case 'b': dev_b = optarg; break;
 		case 'g': gid_index = atoi(optarg); break;
 		case 's': size = (size_t)atoi(optarg) << 20; break;
-		case 'r': nreads = atoi(optarg); break;
+		case 'q': nreads = atoi(optarg); break;
 		case 'm': max_regs = atoi(optarg); break;
 		case 'W': words = atoi(optarg); break;
 		default: goto usage;
 		}
 	}
-	if (!dev_a || !dev_b || nreads < 1 || nreads > 128 || words < 1)
+	if (!dev_a || !dev_b || nreads < 1 || nreads > 100 || words < 1)
 		goto usage;
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	hu_watchdog(240);
 	hu_phase = "setup";
-	INFO("hostile_f3: %d READs of %zu MiB from %s into %s, GID %d, uid %d", nreads, size >> 20,
+	INFO("hostile_f3: %d QPs each READ %zu MiB from %s into %s, GID %d, uid %d", nreads, size >> 20,
 	     dev_b, dev_a, gid_index, (int)getuid());
 	if (hu_open(&A, dev_a, gid_index, size, 256) || hu_open(&B, dev_b, gid_index, 4096, 256)) {
 		printf("  FAIL cannot open %s/%s (%s)\n", dev_a, dev_b, strerror(errno));
@@ -73,13 +74,21 @@ int main(int argc, char **argv)
 	memset(vbuf, 0x11, size);
 	struct ibv_mr *mr1 = ibv_reg_mr(B.pd, vbuf, size,
 					IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
-	struct ibv_qp *qa = hu_rc_qp(A.pd, A.scq, A.rcq, 128, 0);
-	struct ibv_qp *qb = hu_rc_qp(B.pd, B.scq, B.rcq, 128, 0);
-	struct hu_conn cn = { IBV_MTU_256, nreads, 17, 7, 7 };
+	static struct ibv_qp *qa[100], *qb[100];
+	struct hu_conn cn = { IBV_MTU_256, 4, 17, 7, 7 };
 
-	if (!mr1 || !qa || !qb || hu_connect(qa, &A, &B, qb, cn) || hu_connect(qb, &B, &A, qa, cn)) {
-		CHECK(0, "set up MR1 and a QP pair (%s)", strerror(errno));
+	if (!mr1) {
+		CHECK(0, "register MR1 (%s)", strerror(errno));
 		return hu_summary();
+	}
+	for (int i = 0; i < nreads; i++) {
+		qa[i] = hu_rc_qp(A.pd, A.scq, A.rcq, 8, 0);
+		qb[i] = hu_rc_qp(B.pd, B.scq, B.rcq, 8, 0);
+		if (!qa[i] || !qb[i] || hu_connect(qa[i], &A, &B, qb[i], cn) ||
+		    hu_connect(qb[i], &B, &A, qa[i], cn)) {
+			CHECK(0, "set up QP pair %d (%s)", i, strerror(errno));
+			return hu_summary();
+		}
 	}
 	const uint32_t k1 = mr1->rkey;
 	const uint32_t w1 = (k1 >> 8) / 64;
@@ -89,7 +98,7 @@ int main(int argc, char **argv)
 	memset(A.buf, 0, size);
 	hu_phase = "post the READs";
 	for (int i = 0; i < nreads; i++)
-		if (hu_post_send(qa, i, IBV_WR_RDMA_READ, A.buf, size, A.mr->lkey, (uintptr_t)vbuf, k1)) {
+		if (hu_post_send(qa[i], i, IBV_WR_RDMA_READ, A.buf, size, A.mr->lkey, (uintptr_t)vbuf, k1)) {
 			CHECK(0, "post READ %d", i);
 			return hu_summary();
 		}
@@ -97,6 +106,8 @@ int main(int argc, char **argv)
 
 	while (!*(volatile uint8_t *)A.buf && hu_now() - t0 < 20)
 		;
+	/* Let the other QPs' requests reach the responder too. */
+	usleep(100000);
 	double t_started = hu_now() - t0;
 
 	hu_phase = "dereg MR1";
@@ -184,7 +195,7 @@ int main(int argc, char **argv)
 	     size - n11 - n22);
 	if (ok == nreads)
 		INFO("every READ completed successfully: they finished before the dereg took effect; "
-		     "the run proves nothing (raise -r or -s)");
+		     "the run proves nothing (raise -q or -s)");
 	CHECK(got == nreads, "every READ completed (%d of %d)", got, nreads);
 	CHECK(n22 == 0, "no byte of PD2's MR (0x22) reached the requester (%zu did, first at %zu)",
 	      n22, first22);
@@ -195,15 +206,17 @@ int main(int argc, char **argv)
 		ibv_dereg_mr(keeper);
 	for (int i = 0; i < nregs; i++)
 		ibv_dereg_mr(regs[i].mr);
-	ibv_destroy_qp(qa);
-	ibv_destroy_qp(qb);
+	for (int i = 0; i < nreads; i++) {
+		ibv_destroy_qp(qa[i]);
+		ibv_destroy_qp(qb[i]);
+	}
 	ibv_dealloc_pd(pd2);
 	ibv_dealloc_pd(pda2);
 	hu_close(&A);
 	hu_close(&B);
 	return hu_summary();
 usage:
-	fprintf(stderr, "usage: %s -a DEV -b DEV [-g GID] [-s MIB] [-r READS(1..128)] [-m REGS] "
+	fprintf(stderr, "usage: %s -a DEV -b DEV [-g GID] [-s MIB] [-q QPS(1..100)] [-m REGS] "
 			"[-W WORDS]\n", argv[0]);
 	return 2;
 }
