@@ -877,7 +877,7 @@ static void case_midway(void)
 		}
 		for (int i = 0; i < 128; i++)
 			hu_post_recv(qb, 0x10000 + i, B.buf, 262144, B.mr->lkey);
-		long posted = 0, done = 0, dup = 0, stray = 0, bad_after_err = 0, resized = 0;
+		long posted = 0, done = 0, dup = 0, stray = 0, bad_after_err = 0, resized = 0, iter = 0;
 		int in_err = 0;
 		double end = hu_now() + 4;
 
@@ -910,7 +910,7 @@ static void case_midway(void)
 
 			for (int i = 0; i < m; i++)
 				hu_post_recv(qb, 0x10000, B.buf, 262144, B.mr->lkey);
-			if (!variant && !in_err && posted > 100 && posted % 7 == 0 && resized < 12) {
+			if (!variant && !in_err && posted > 100 && ++iter % 5 == 0 && resized < 12) {
 				hu_phase = "midway: resize_cq under traffic";
 				resized += !ibv_resize_cq(A.scq, resized & 1 ? 512 : 2048);
 				hu_phase = vname;
