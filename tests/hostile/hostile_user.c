@@ -412,10 +412,11 @@ static void f2_cq_resize(void)
 	struct hu_ring r[1];
 	int nb = hu_maps(before, 256);
 	struct ibv_cq *cq = ibv_create_cq(A.ctx, 256, NULL, NULL, 0);
+	int nr = hu_new_rings(before, nb, r, 1);
 	struct ibv_qp *qa = hu_rc_qp(A.pd, cq, A.rcq, 64, 1), *qb = hu_rc_qp(B.pd, B.scq, B.rcq, 64, 1);
 
 	hu_phase = "f2 wild CQ consumer vs resize_cq";
-	if (!cq || hu_new_rings(before, nb, r, 1) != 1 || !qa || !qb ||
+	if (!cq || nr != 1 || !qa || !qb ||
 	    hu_connect(qa, &A, &B, qb, HU_CONN_DEFAULT) || hu_connect(qb, &B, &A, qa, HU_CONN_DEFAULT)) {
 		CHECK(0, "f2: set up a CQ and a QP pair");
 		return;
@@ -818,10 +819,11 @@ static void case_cqidx(void)
 		struct hu_ring r[1];
 		int nb = hu_maps(before, 256);
 		struct ibv_cq *cq = ibv_create_cq(A.ctx, 128, NULL, NULL, 0);
+		int nr = hu_new_rings(before, nb, r, 1);
 		struct ibv_qp *qa = hu_rc_qp(A.pd, cq, cq, 64, 1), *qb = hu_rc_qp(B.pd, B.scq, B.rcq, 64, 1);
 
 		hu_phase = "cqidx: traffic under a bad CQ consumer";
-		if (!cq || hu_new_rings(before, nb, r, 1) != 1 || !qa || !qb ||
+		if (!cq || nr != 1 || !qa || !qb ||
 		    hu_connect(qa, &A, &B, qb, HU_CONN_DEFAULT) ||
 		    hu_connect(qb, &B, &A, qa, HU_CONN_DEFAULT)) {
 			CHECK(0, "cqidx: set up a CQ and a QP pair");
