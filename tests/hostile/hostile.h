@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <infiniband/verbs.h>
+#include <rdma/ib_user_verbs.h>
 #include <rdma/rroce-abi.h>
 
 #include "rroce_util.h"
@@ -293,12 +294,27 @@ static inline int hu_post_send(struct ibv_qp *qp, uint64_t id, enum ibv_wr_opcod
 	return ibv_post_send(qp, &wr, &bad);
 }
 
-/* The send doorbell alone: librxe rings it even for an empty list. */
+/*
+ * The send doorbell alone, as librxe's post_send_db writes it: a legacy
+ * POST_SEND command with no work requests. (librxe's ibv_post_send refuses
+ * an empty list before ringing, so the test rings it itself.)
+ */
+struct hu_doorbell_cmd {
+	struct ib_uverbs_cmd_hdr hdr;
+	__aligned_u64 response;
+	__u32 qp_handle, wr_count, sge_count, wqe_size;
+};
 static inline int hu_doorbell(struct ibv_qp *qp)
 {
-	struct ibv_send_wr *bad = NULL;
+	struct ib_uverbs_post_send_resp resp;
+	struct hu_doorbell_cmd cmd = {
+		.hdr = { IB_USER_VERBS_CMD_POST_SEND, sizeof(cmd) / 4, sizeof(resp) / 4 },
+		.response = (uintptr_t)&resp,
+		.qp_handle = qp->handle,
+		.wqe_size = sizeof(struct ibv_send_wr),
+	};
 
-	return ibv_post_send(qp, NULL, &bad);
+	return write(qp->context->cmd_fd, &cmd, sizeof(cmd)) == sizeof(cmd) ? 0 : errno;
 }
 
 /* ---- the mapped rings --------------------------------------------------- */
