@@ -170,18 +170,25 @@ static inline void hu_close(struct hu_side *s)
 	memset(s, 0, sizeof(*s));
 }
 
-static inline struct ibv_qp *hu_rc_qp(struct ibv_pd *pd, struct ibv_cq *scq, struct ibv_cq *rcq,
-				      int depth, int sig_all)
+/* An RC QP with @sdepth send and @rdepth receive WRs. */
+static inline struct ibv_qp *hu_rc_qp2(struct ibv_pd *pd, struct ibv_cq *scq, struct ibv_cq *rcq,
+				       int sdepth, int rdepth, int sig_all)
 {
 	struct ibv_qp_init_attr ia = {
 		.send_cq = scq,
 		.recv_cq = rcq,
-		.cap = { .max_send_wr = depth, .max_recv_wr = depth, .max_send_sge = 4,
+		.cap = { .max_send_wr = sdepth, .max_recv_wr = rdepth, .max_send_sge = 4,
 			 .max_recv_sge = 1, .max_inline_data = 64 },
 		.qp_type = IBV_QPT_RC,
 		.sq_sig_all = sig_all,
 	};
 	return ibv_create_qp(pd, &ia);
+}
+
+static inline struct ibv_qp *hu_rc_qp(struct ibv_pd *pd, struct ibv_cq *scq, struct ibv_cq *rcq,
+				      int depth, int sig_all)
+{
+	return hu_rc_qp2(pd, scq, rcq, depth, depth, sig_all);
 }
 
 static inline int hu_to_init(struct ibv_qp *qp)

@@ -174,13 +174,21 @@ static void attack_stop(void)
 
 static struct hu_side A, B;
 
+/*
+ * The RQs attacked in f2 are as large as rroce allows: a flush that runs
+ * out of entries while the attacker is descheduled for a moment ends by
+ * itself, and a large ring keeps it busy long enough for the attacker to
+ * come back.
+ */
+#define F2_RQ_DEPTH RROCE_MAX_QP_WR
+
 /* A QP in INIT on A, with @n receives posted; its RQ ring in *rq. */
 static struct ibv_qp *init_qp_with_recvs(struct hu_ring *rq, int n)
 {
 	struct hu_map before[256];
 	struct hu_ring r[2];
 	int nb = hu_maps(before, 256);
-	struct ibv_qp *qp = hu_rc_qp(A.pd, A.scq, A.rcq, 64, 0);
+	struct ibv_qp *qp = hu_rc_qp2(A.pd, A.scq, A.rcq, 16, F2_RQ_DEPTH, 0);
 
 	if (!qp || hu_new_rings(before, nb, r, 2) != 2 || hu_to_init(qp))
 		return NULL;
@@ -202,21 +210,27 @@ static int drain(struct ibv_cq *cq)
 }
 
 /* A connected pair A <-> B; the rings of the new QPs in ra[2], rb[2]. */
-static int pair(struct ibv_qp **qa, struct ibv_qp **qb, struct hu_ring *ra, struct hu_ring *rb,
-		int depth, int sig_all, struct hu_conn c)
+static int pair2(struct ibv_qp **qa, struct ibv_qp **qb, struct hu_ring *ra, struct hu_ring *rb,
+		 int depth, int rdepth, int sig_all, struct hu_conn c)
 {
 	struct hu_map before[256];
 	int nb = hu_maps(before, 256);
 	struct hu_ring tmp[2];
 
-	*qa = hu_rc_qp(A.pd, A.scq, A.rcq, depth, sig_all);
+	*qa = hu_rc_qp2(A.pd, A.scq, A.rcq, depth, rdepth, sig_all);
 	if (!*qa || hu_new_rings(before, nb, ra ? ra : tmp, 2) != 2)
 		return -1;
 	nb = hu_maps(before, 256);
-	*qb = hu_rc_qp(B.pd, B.scq, B.rcq, depth, sig_all);
+	*qb = hu_rc_qp2(B.pd, B.scq, B.rcq, depth, rdepth, sig_all);
 	if (!*qb || hu_new_rings(before, nb, rb ? rb : tmp, 2) != 2)
 		return -1;
 	return hu_connect(*qa, &A, &B, *qb, c) || hu_connect(*qb, &B, &A, *qa, c);
+}
+
+static int pair(struct ibv_qp **qa, struct ibv_qp **qb, struct hu_ring *ra, struct hu_ring *rb,
+		int depth, int sig_all, struct hu_conn c)
+{
+	return pair2(qa, qb, ra, rb, depth, depth, sig_all, c);
 }
 
 static int ncpu_note(void)
@@ -291,7 +305,7 @@ static void f2_rq_peer(void)
 	struct hu_ring rb[2];
 
 	hu_phase = "f2 RQ producer = consumer-1 vs a peer's bad request";
-	if (pair(&qa, &qb, NULL, rb, 64, 0, HU_CONN_DEFAULT)) {
+	if (pair2(&qa, &qb, NULL, rb, 16, F2_RQ_DEPTH, 0, HU_CONN_DEFAULT)) {
 		CHECK(0, "f2: connect a QP pair");
 		return;
 	}

@@ -53,13 +53,15 @@ check hostile_user.runs_unprivileged "${UNPRIV[@]}" sh -c \
 	'[ "$(id -u)" = 65534 ] && ibv_devinfo -d rroce0 | grep -q PORT_ACTIVE'
 
 # e. The honest process: rroce_rc (data and status checks) in a loop on
-# the same two devices for as long as the attacks run. Catches: any attack
+# the same two devices for as long as the attacks run (at the lowest
+# priority: f2's attacker must not be descheduled for long, see
+# hostile_user.c). Catches: any attack
 # disturbing another process's QPs, CQs or MRs, or stalling the device.
 rm -f /tmp/hu.stop /tmp/hu.honest.*
 honest_loop() {
 	local n=0 f=0
 	while [ ! -e /tmp/hu.stop ]; do
-		if timeout 180 $BIN/rroce_rc -a rroce0 -b rroce1 -g $G -q >/tmp/hu.honest.last 2>&1; then
+		if nice -n 19 timeout 180 $BIN/rroce_rc -a rroce0 -b rroce1 -g $G -q >/tmp/hu.honest.last 2>&1; then
 			n=$((n + 1))
 		else
 			f=$((f + 1))
