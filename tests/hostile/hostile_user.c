@@ -63,6 +63,7 @@ struct attacker {
 	atomic_int stop, running;
 	atomic_long writes;
 	atomic_long advances;	/* producer modes: how far the kernel moved its consumer index */
+	atomic_long moves;	/* how many times the attacker saw that index move */
 	int cpu;
 	pthread_t th;
 };
@@ -87,8 +88,10 @@ static void *attack_fn(void *p)
 			switch (a->mode) {
 			case ATK_PROD_BEHIND:
 				c = atomic_load_explicit(hu_cons(r), memory_order_acquire);
-				if (c != lastc)
+				if (c != lastc) {
 					a->advances += (c - lastc) & r->mask;
+					a->moves++;
+				}
 				lastc = c;
 				atomic_store_explicit(hu_prod(r), (c - 1) & r->mask,
 						      memory_order_release);
@@ -131,6 +134,7 @@ static void *attack_fn(void *p)
 }
 
 static struct attacker atk;
+static int atk_cpu = 1;	/* the attacker's CPU; the main thread's is the other */
 
 static void attack_start(struct hu_ring *r, enum atk_mode mode, double secs)
 {
@@ -146,7 +150,8 @@ static void attack_start(struct hu_ring *r, enum atk_mode mode, double secs)
 	atk.running = 1;
 	atk.writes = 0;
 	atk.advances = 0;
-	atk.cpu = hu_ncpus() > 1 ? 1 : -1;
+	atk.moves = 0;
+	atk.cpu = hu_ncpus() > 1 ? atk_cpu : -1;
 	hu_guard(r);
 	pthread_create(&atk.th, NULL, attack_fn, &atk);
 	usleep(200000);
@@ -254,19 +259,31 @@ static int ncpu_note(void)
 #define F2_VERDICT(name, d, alive, max_adv)                                                  \
 	CHECK((alive) && (d) < attack_secs / 2 && ((max_adv) == 0 || atk.advances <= (max_adv)), \
 	      "f2 %s: returned in %.3f s with the attacker %s (%ld index writes); the kernel " \
-	      "consumed %ld entries (at most %ld allowed)", name, d,                          \
+	      "consumed %ld entries in %ld steps (at most %ld allowed)", name, d,              \
 	      (alive) ? "still writing" : "ALREADY STOPPED: the kernel looped until it gave up", \
-	      (long)atk.writes, (long)atk.advances, (long)(max_adv))
+	      (long)atk.writes, (long)atk.advances, (long)atk.moves, (long)(max_adv))
 
-static void f2_rq(int destroy)
+/*
+ * @flip swaps the CPUs of the attacker and the main thread; the receive CQ
+ * is as large as rroce allows, so that a flush of one ring's worth does not
+ * overrun it (an overrun queues work that may run on the attacker's CPU).
+ */
+static void f2_rq(int destroy, int flip)
 {
 	struct hu_ring rq;
 	const char *name = destroy ? "RQ producer = consumer-1 vs destroy_qp"
-				   : "RQ producer = consumer-1 vs modify_qp(ERR)";
+			   : flip ? "RQ producer = consumer-1 vs modify_qp(ERR), CPUs swapped"
+				  : "RQ producer = consumer-1 vs modify_qp(ERR)";
+	struct ibv_cq *small = A.rcq;
 
 	hu_phase = name;
-	struct ibv_qp *qp = init_qp_with_recvs(&rq, 8);
+	A.rcq = ibv_create_cq(A.ctx, RROCE_MAX_CQE, NULL, NULL, 0);
+	struct ibv_qp *qp = A.rcq ? init_qp_with_recvs(&rq, 8) : NULL;
 
+	if (flip && hu_ncpus() > 1) {
+		hu_pin(1);
+		atk_cpu = 0;
+	}
 	if (!qp) {
 		CHECK(0, "f2: set up a QP in INIT with receives");
 		return;
@@ -286,16 +303,26 @@ static void f2_rq(int destroy)
 	INFO("f2 %s: %d flush completions in the receive CQ", destroy ? "destroy" : "ERR",
 	     drain(A.rcq));
 	drain(A.scq);
+	ibv_destroy_cq(A.rcq);
+	A.rcq = small;
+	if (flip && hu_ncpus() > 1)
+		hu_pin(0);
+	atk_cpu = 1;
 }
 
 static void f2_rq_err(void)
 {
-	f2_rq(0);
+	f2_rq(0, 0);
+}
+
+static void f2_rq_err_flipped(void)
+{
+	f2_rq(0, 1);
 }
 
 static void f2_rq_destroy(void)
 {
-	f2_rq(1);
+	f2_rq(1, 0);
 }
 
 /* The responder's RQ is attacked while a bad RDMA WRITE fails its QP in softirq. */
@@ -503,8 +530,9 @@ static void renew_cqs(void)
 
 static void case_f2(void)
 {
-	void (*const cases[])(void) = { f2_rq_err, f2_rq_destroy, f2_sq_wild, f2_ud_doorbell,
-					 f2_cq_resize, f2_rq_peer };
+	void (*const cases[])(void) = { f2_rq_err,	f2_rq_err_flipped, f2_rq_destroy,
+					 f2_sq_wild,	f2_ud_doorbell,	   f2_cq_resize,
+					 f2_rq_peer };
 
 	ncpu_note();
 	hu_watchdog(20 * attack_secs + 60);
