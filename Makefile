@@ -25,7 +25,8 @@ module:
 
 # Userspace sample programs, built against the distribution's libibverbs and
 # rroce's uapi header.
-# The userspace conformance suite (tests/conformance/) is built with them.
+# The userspace conformance suite (tests/conformance/) and the hostile-user
+# programs (tests/hostile/) are built with them.
 SAMPLES := $(patsubst samples/%.c,build/samples/%,$(wildcard samples/*.c)) \
 	   $(patsubst tests/conformance/%.c,build/tests/%,$(wildcard tests/conformance/*.c)) \
 	   $(patsubst tests/hostile/%.c,build/tests/%,$(wildcard tests/hostile/*.c))
@@ -36,7 +37,7 @@ build/samples/%: samples/%.c samples/rroce_util.h $(wildcard uapi/rdma/*.h)
 build/tests/%: tests/conformance/%.c samples/rroce_util.h $(wildcard uapi/rdma/*.h)
 	@mkdir -p $(dir $@)
 	@$(CC) -O2 -g -Wall -Wextra -Werror -std=gnu11 -Iuapi -Isamples $< -libverbs -lpthread -o $@
-build/tests/%: tests/hostile/%.c samples/rroce_util.h $(wildcard uapi/rdma/*.h)
+build/tests/%: tests/hostile/%.c tests/hostile/hostile.h samples/rroce_util.h $(wildcard uapi/rdma/*.h)
 	@mkdir -p $(dir $@)
 	@$(CC) -O2 -g -Wall -Wextra -Werror -std=gnu11 -Iuapi -Isamples $< -libverbs -lpthread -o $@
 
