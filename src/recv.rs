@@ -172,7 +172,13 @@ fn check_type_keys(qp: &QpState, pkt: &wire::Packet<'_>) -> Result<(), Counter> 
 /// the UD receiver; for an RC QP, once the packet's addresses are the
 /// QP's path (rxe's `check_addr`), a request to the responder and a
 /// response to the completer. Then sends what they built.
-fn dispatch(dev: &RroceDev, qp: &QpState, pkt: &wire::Packet<'_>, ip: &IpInfo<'_>, guard: &rcu::Guard) {
+fn dispatch(
+    dev: &RroceDev,
+    qp: &QpState,
+    pkt: &wire::Packet<'_>,
+    ip: &IpInfo<'_>,
+    guard: &rcu::Guard,
+) {
     let direction = pkt.info().direction;
     let ud = qp.is_ud();
     let l3 = ip.header;

@@ -173,9 +173,7 @@ impl KernelMem {
         // accessed without faulting (`copy_{to,from}_kernel_nofault`), and
         // the consumer owning the MR vouches for what it names (type
         // invariant).
-        let r = unsafe {
-            sys::rroce_helper_copy_kernel_nofault(buf.cast(), addr, len, to_mem)
-        };
+        let r = unsafe { sys::rroce_helper_copy_kernel_nofault(buf.cast(), addr, len, to_mem) };
         if r != 0 {
             return Err(OutOfBounds);
         }

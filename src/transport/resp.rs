@@ -566,7 +566,12 @@ impl Ctx<'_> {
         let (cap, mtu) = (self.rd_cap(), self.mtu());
         let slots = &self.inner.resp_q.rd;
         let req = (reth.rkey, reth.va, reth.len);
-        let Some(r) = self.inner.resp.rd.find_read(slots, cap, pkt.psn(), req, mtu) else {
+        let Some(r) = self
+            .inner
+            .resp
+            .rd
+            .find_read(slots, cap, pkt.psn(), req, mtu)
+        else {
             self.dev.counters.inc(Counter::BadDup);
             return;
         };
@@ -650,7 +655,12 @@ impl Ctx<'_> {
         };
         let cap = self.rd_cap();
         let slots = &self.inner.resp_q.rd;
-        let Some(orig) = self.inner.resp.rd.find_atomic(slots, cap, pkt.psn(), a.rkey, a.va) else {
+        let Some(orig) = self
+            .inner
+            .resp
+            .rd
+            .find_atomic(slots, cap, pkt.psn(), a.rkey, a.va)
+        else {
             self.dev.counters.inc(Counter::BadDup);
             return;
         };
@@ -664,7 +674,10 @@ impl Ctx<'_> {
         if self.inner.resp_q.is_empty() {
             self.emit_atomic_ack(psn, msn, orig);
         } else {
-            let _ = self.inner.resp_q.push(RespItem::AtomicAck { psn, msn, orig });
+            let _ = self
+                .inner
+                .resp_q
+                .push(RespItem::AtomicAck { psn, msn, orig });
         }
     }
 

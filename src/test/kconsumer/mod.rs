@@ -649,8 +649,8 @@ fn wr_id(wc: &sys::ib_wc) -> u64 {
 
 mod cq;
 mod peer;
-mod rc;
 mod qplife;
+mod rc;
 
 /// The cases `crate::test::kunit` runs (suite `rroce_conformance`).
 pub(crate) mod selftest {
@@ -658,11 +658,10 @@ pub(crate) mod selftest {
         callback_on_vector_cpu, concurrent_producers, fire_on_arm, overrun_is_fatal,
         resize_under_load, solicited_and_errors,
     };
-    pub(crate) use super::rc::kernel_rc_qps;
     pub(crate) use super::qplife::{
-        qp_table_full, query_fills_every_field, rejected_modify_changes_nothing,
-        reset_quiesces_qp,
+        qp_table_full, query_fills_every_field, rejected_modify_changes_nothing, reset_quiesces_qp,
     };
+    pub(crate) use super::rc::kernel_rc_qps;
 }
 
 /// The cases `crate::test::kunit` runs (suite `rroce_peer`).

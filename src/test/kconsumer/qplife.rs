@@ -254,7 +254,14 @@ const AFTER_READ: usize = 64 << 10;
 const AFTER_SEND: usize = 3000;
 
 /// Posts a signaled RDMA READ of `len` bytes from `remote` into `local`.
-fn post_read(a: &TestQp, id: u64, local: *mut u8, remote: *const u8, len: usize, pd: &TestPd) -> i32 {
+fn post_read(
+    a: &TestQp,
+    id: u64,
+    local: *mut u8,
+    remote: *const u8,
+    len: usize,
+    pd: &TestPd,
+) -> i32 {
     use sys::*;
     let s = sge(local, len, pd.lkey());
     // SAFETY: all-zero is a valid `ib_rdma_wr`.
@@ -377,7 +384,11 @@ fn traffic_after_reset(
     let got = wait_wcs(cq_b, 1);
     let ok = |w: &ib_wc| w.status == ib_wc_status_IB_WC_SUCCESS;
     if sent.len() != 2 || got.len() != 1 || !sent.iter().all(ok) || !ok(&got[0]) {
-        pr_err!("after RESET: {} send and {} receive completions\n", sent.len(), got.len());
+        pr_err!(
+            "after RESET: {} send and {} receive completions\n",
+            sent.len(),
+            got.len()
+        );
         return Err("traffic after RESET did not complete successfully");
     }
     if wr_id(&sent[0]) != 2 || wr_id(&sent[1]) != 3 || got[0].byte_len != AFTER_SEND as u32 {
