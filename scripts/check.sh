@@ -38,6 +38,8 @@ scripts/build-kernel.sh || { bad kernel-build; finish; }
 if [ "$RROCE_KASAN" = 1 ]; then
 	log "KASAN kernel: host-only steps skipped"
 	export RROCE_VM_MEM=${RROCE_VM_MEM:-3G}
+	# KASAN makes the TCG guest several times slower.
+	RROCE_CHECK_TIMEOUT=${RROCE_CHECK_TIMEOUT:-5400}
 	RROCE_VM_TESTS=$(cd tests/vm && ls t00-*.sh t4[2-9]-*.sh t5[0-9]-*.sh t6[0-9]-*.sh t8[0-9]-*.sh | sed 's/\.sh$//' | tr '\n' ' ')
 	export RROCE_VM_TESTS
 	log "VM scripts: $RROCE_VM_TESTS"
