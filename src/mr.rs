@@ -152,8 +152,7 @@ pub(crate) fn lookup<'g>(
     key: u32,
     guard: &'g kernel::sync::rcu::Guard,
 ) -> Option<&'g RroceMr> {
-    let mr = dev.mrs.get((key >> 8) as usize, guard)?;
-    (mr.ibmr.lkey == key).then_some(mr)
+    lookup_by(dev, key, guard, |mr| mr.ibmr.lkey)
 }
 
 /// The MR whose remote key is `key` on `dev` (a peer's RETH or atomic
@@ -164,8 +163,18 @@ pub(crate) fn lookup_remote<'g>(
     key: u32,
     guard: &'g kernel::sync::rcu::Guard,
 ) -> Option<&'g RroceMr> {
+    lookup_by(dev, key, guard, |mr| mr.ibmr.rkey)
+}
+
+/// The MR at `key`'s index whose `which` key is exactly `key`.
+fn lookup_by<'g>(
+    dev: &RroceDev,
+    key: u32,
+    guard: &'g kernel::sync::rcu::Guard,
+    which: impl Fn(&RroceMr) -> u32,
+) -> Option<&'g RroceMr> {
     let mr = dev.mrs.get((key >> 8) as usize, guard)?;
-    (mr.ibmr.rkey == key).then_some(mr)
+    (which(mr) == key).then_some(mr)
 }
 
 /// Why gathering or scattering through a WQE's SGEs failed.
