@@ -29,6 +29,13 @@ expect_fail() {
 	fi
 }
 
+# SLOW: how many times longer a command takes on this guest than on the
+# test kernel. A KASAN kernel checks every access: 8 MiB perftest runs move
+# about 1 MB/s there, so timeouts of commands whose run time grows with the
+# data they move are multiplied by it (`timeout $((90 * SLOW))`).
+SLOW=1
+[ "${RROCE_KASAN:-0}" = 1 ] && SLOW=5
+
 module_loaded() { grep -q "^$1 " /proc/modules; }
 
 # wait_listen NS: until a TCP listener (a perftest/pingpong server's

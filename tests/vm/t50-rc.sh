@@ -59,14 +59,21 @@ check ud.pingpong_ipv6 udpingpong 2
 perf() {
 	local prog=$1
 	shift
-	ip netns exec ns0 timeout 90 "$prog" -d rroce0 -F "$@" >/tmp/perf.srv 2>&1 &
+	ip netns exec ns0 timeout $((90 * SLOW)) "$prog" -d rroce0 -F "$@" >/tmp/perf.srv 2>&1 &
 	wait_listen ns0
-	ip netns exec ns1 timeout 90 "$prog" -d rroce1 -F "$@" 192.0.2.1 >/tmp/perf.cli 2>&1
-	local rc=$?
-	wait $! || rc=1
+	ip netns exec ns1 timeout $((90 * SLOW)) "$prog" -d rroce1 -F "$@" 192.0.2.1 >/tmp/perf.cli 2>&1
+	local rc=$? src
+	wait $!
+	src=$?
+	# timeout(1) exits 124; the killed side's buffered output is lost and
+	# its peer then fails its own work requests (retry exceeded).
+	local killed=
+	{ [ $rc = 124 ] || [ $src = 124 ]; } && killed="perftest killed after $((90 * SLOW)) s"
+	[ $src = 0 ] || rc=1
 	# The result row starts with the message size.
 	awk '/^ *[0-9]+ +[0-9]+ +[0-9.]+/ { found = 1 } END { exit !found }' /tmp/perf.cli || rc=1
 	[ $rc = 0 ] || tail -n 8 /tmp/perf.srv /tmp/perf.cli
+	[ -z "$killed" ] || echo "$killed"
 	return $rc
 }
 check_retry rc.ib_send_bw perf ib_send_bw -n 500 -s 65536
@@ -102,9 +109,9 @@ rping_pair() { # SERVER_ADDR
 perf_cm() {
 	local prog=$1
 	shift
-	ip netns exec ns0 timeout 90 "$prog" -d rroce0 -F -R "$@" >/tmp/perf.srv 2>&1 &
+	ip netns exec ns0 timeout $((90 * SLOW)) "$prog" -d rroce0 -F -R "$@" >/tmp/perf.srv 2>&1 &
 	sleep 2
-	ip netns exec ns1 timeout 90 "$prog" -d rroce1 -F -R "$@" 192.0.2.1 >/tmp/perf.cli 2>&1
+	ip netns exec ns1 timeout $((90 * SLOW)) "$prog" -d rroce1 -F -R "$@" 192.0.2.1 >/tmp/perf.cli 2>&1
 	local rc=$?
 	wait $! || rc=1
 	awk '/^ *[0-9]+ +[0-9]+ +[0-9.]+/ { found = 1 } END { exit !found }' /tmp/perf.cli || rc=1
