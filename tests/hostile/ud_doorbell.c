@@ -7,7 +7,7 @@
  * rings the doorbell (the post_send command librxe writes, with no work
  * request) and reports how long it took.
  *
- *   t42-ud-doorbell DEVICE GID_INDEX SECONDS
+ *   ud_doorbell DEVICE GID_INDEX SECONDS
  *
  * Prints "doorbell returned after N ms" and exits 0 if the doorbell came
  * back within SECONDS; the caller's deadline catches one that never does.
