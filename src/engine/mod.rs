@@ -11,6 +11,7 @@
 //! (`cfg(test)`) and for kernels with `CONFIG_KUNIT`, so a module built
 //! against a kernel without KUnit carries none of them.
 
+pub mod fastreg;
 pub mod icrc;
 pub mod index;
 pub mod notify;
