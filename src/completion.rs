@@ -71,6 +71,10 @@ pub(crate) enum WcOpcode {
     CompSwap,
     /// A fetch-and-add completed.
     FetchAdd,
+    /// A LOCAL_INV completed.
+    LocalInv,
+    /// A REG_MR completed (kernel consumers only).
+    RegMr,
     /// A receive WQE took a SEND or a datagram.
     Recv,
     /// A receive WQE took an RDMA WRITE with immediate.
@@ -86,6 +90,8 @@ impl WcOpcode {
             Self::RdmaRead => abi::WC_RDMA_READ,
             Self::CompSwap => abi::WC_COMP_SWAP,
             Self::FetchAdd => abi::WC_FETCH_ADD,
+            Self::LocalInv => abi::WC_LOCAL_INV,
+            Self::RegMr => sys::ib_wc_opcode_IB_WC_REG_MR,
             Self::Recv => abi::WC_RECV,
             Self::RecvRdmaWithImm => abi::WC_RECV_RDMA_WITH_IMM,
         }
@@ -110,6 +116,7 @@ const _: () = {
     assert!(abi::WC_RDMA_READ == sys::ib_wc_opcode_IB_WC_RDMA_READ);
     assert!(abi::WC_COMP_SWAP == sys::ib_wc_opcode_IB_WC_COMP_SWAP);
     assert!(abi::WC_FETCH_ADD == sys::ib_wc_opcode_IB_WC_FETCH_ADD);
+    assert!(abi::WC_LOCAL_INV == sys::ib_wc_opcode_IB_WC_LOCAL_INV);
     assert!(abi::WC_RECV == sys::ib_wc_opcode_IB_WC_RECV);
     assert!(abi::WC_RECV_RDMA_WITH_IMM == sys::ib_wc_opcode_IB_WC_RECV_RDMA_WITH_IMM);
 };
@@ -123,11 +130,7 @@ pub(crate) enum WcEx {
     /// Immediate data, as its raw memory value
     /// (`u32::from_ne_bytes(wire_bytes)`).
     Imm(u32),
-    /// The rkey a SEND with invalidate named.
-    #[expect(
-        dead_code,
-        reason = "the responder refuses SEND with invalidate until fast registration exists"
-    )]
+    /// The rkey a SEND with invalidate named (and invalidated).
     Inv(u32),
 }
 

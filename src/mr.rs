@@ -5,23 +5,33 @@
 //! A DMA MR covers all of kernel memory (kernel consumers' SGEs carry kernel
 //! virtual addresses, since rroce registers with no DMA device). A user MR
 //! pins the user's pages with `ib_umem_get` so the transport can reach them
-//! from any context. Keys are `index << 8 | key byte`, as in rxe, with a
-//! random key byte: a key freed and registered again is not guessable from
-//! the old one. A user MR's rkey is its lkey; a DMA MR's rkey has another
-//! key byte, so the PD's `local_dma_lkey` (known to every kernel user of
-//! the PD) is no remote key. Local requests look keys up with [`lookup`],
-//! remote ones with [`lookup_remote`]; the access flags are recorded here
-//! and enforced by the transport.
+//! from any context. A fast-registration MR (`alloc_mr`, kernel consumers
+//! only) reaches kernel memory through the page list `map_mr_sg` gave it,
+//! while a REG_MR work request has made it valid (the rules are
+//! `crate::engine::fastreg`'s). Keys are `index << 8 | key byte`, as in rxe,
+//! with a random key byte: a key freed and registered again is not
+//! guessable from the old one. A user MR's rkey is its lkey; a DMA MR's
+//! rkey has another key byte, so the PD's `local_dma_lkey` (known to every
+//! kernel user of the PD) is no remote key. Local requests look keys up
+//! with [`lookup`], remote ones with [`lookup_remote`]; both give an
+//! [`MrRef`], through which the transport checks and copies.
+//!
+//! The core and the consumer write the embedded `ib_mr` (`iova`, `length`,
+//! `page_size` in `ib_map_mr_sg`, the key byte in
+//! `ib_update_fast_reg_key`), so it is `Opaque` here and the transport reads
+//! only rroce's own copies of what it needs.
 //!
 //! The MR verbs are in `crate::verbs::mr`; the memory behind an MR is
-//! `crate::rdma::mem`. The only `unsafe` left here is `Send`/`Sync` for
-//! `RroceMr`, whose embedded `ib_mr` holds the core's raw pointers.
+//! `crate::rdma::mem`.
 
-use kernel::prelude::*;
+use core::pin::Pin;
+
+use kernel::{new_spinlock_irq, prelude::*, sync::SpinLockIrq, types::Opaque};
 
 use crate::{
     abi,
     dev::RroceDev,
+    engine::fastreg::{self, FrError, FrState, Registration},
     rdma::{
         mem::{KernelMem, Umem},
         sys,
@@ -35,6 +45,9 @@ const SUPPORTED_ACCESS: u32 = sys::ib_access_flags_IB_ACCESS_LOCAL_WRITE
     | sys::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC
     | sys::ib_access_flags_IB_ACCESS_MW_BIND
     | sys::ib_access_flags_IB_ACCESS_RELAXED_ORDERING;
+
+// The engine's page list limit is the one the device reports.
+const _: () = assert!(fastreg::MAX_PAGE_LIST == crate::dev::limits::MAX_FAST_REG_PAGE_LIST_LEN);
 
 /// Validates MR access flags: no unknown bits, and remote write or atomic
 /// access only together with local write (IBTA o10-36.2.1).
@@ -56,6 +69,95 @@ pub(crate) enum Memory {
     Kernel(KernelMem),
     /// A user MR: the pinned pages of its range.
     User(Umem),
+    /// A fast-registration MR: its current registration, if valid.
+    Fast(Pin<KBox<FastMr>>),
+}
+
+/// A fast-registration MR's mutable part.
+struct FastState {
+    /// Free or valid.
+    state: FrState,
+    /// The key of the current (or last) registration; lkey and rkey alike.
+    key: u32,
+    /// The access flags of the current registration.
+    access: u32,
+    /// Counts registrations and invalidations: an [`MrRef`] taken under
+    /// one registration reaches nothing under the next.
+    generation: u32,
+    /// The current registration (valid state only).
+    reg: Option<Registration>,
+    /// The last `map_mr_sg`: first byte, length and page shift.
+    map: Option<(u64, u64, u32)>,
+    /// The mapped pages' kernel virtual addresses (what a DMA address is
+    /// on rroce), each the start of a page of the mapping's page size; at
+    /// most its capacity, `max_num_sg`, allocated at `alloc_mr`.
+    pages: KVec<u64>,
+}
+
+/// A fast-registration MR's state, behind its lock. The lock is taken in
+/// any context (the transport runs in softirq and under the QP lock) and
+/// nothing else is taken under it.
+#[pin_data]
+pub(crate) struct FastMr {
+    #[pin]
+    st: SpinLockIrq<FastState>,
+    /// Kernel memory, as the page list names it.
+    mem: KernelMem,
+}
+
+impl FastMr {
+    /// An empty fast-registration MR for up to `max_pages` pages.
+    pub(crate) fn new(max_pages: u32) -> Result<Pin<KBox<Self>>> {
+        let pages = KVec::with_capacity(max_pages as usize, GFP_KERNEL)?;
+        KBox::pin_init(
+            pin_init!(Self {
+                st <- new_spinlock_irq!(
+                    FastState {
+                        state: FrState::Free,
+                        key: 0,
+                        access: 0,
+                        generation: 0,
+                        reg: None,
+                        map: None,
+                        pages,
+                    },
+                    "rroce::fast_mr"
+                ),
+                // SAFETY: `alloc_mr` is a kernel verb only (uverbs has no
+                // fast registration): the pages are a kernel consumer's.
+                mem: unsafe { KernelMem::new() },
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// Starts a new mapping with pages of `1 << shift` bytes
+    /// (`map_mr_sg`, before `ib_sg_to_pages`).
+    pub(crate) fn map_begin(&self, shift: u32) {
+        let mut st = self.st.lock();
+        st.pages.clear();
+        st.map = Some((0, 0, shift));
+    }
+
+    /// Appends a page of the mapping (`ib_sg_to_pages`' callback);
+    /// `ENOMEM` past `max_num_sg` pages.
+    pub(crate) fn map_page(&self, addr: u64) -> Result {
+        // Never allocates: the list was sized at `alloc_mr`.
+        self.st
+            .lock()
+            .pages
+            .push_within_capacity(addr)
+            .map_err(|_| ENOMEM)
+    }
+
+    /// Ends a mapping: its first byte and length as `ib_sg_to_pages` set
+    /// them.
+    pub(crate) fn map_end(&self, iova: u64, length: u64) {
+        let mut st = self.st.lock();
+        if let Some((_, _, shift)) = st.map {
+            st.map = Some((iova, length, shift));
+        }
+    }
 }
 
 /// rroce's MR, allocated by rroce (the core does not allocate MRs).
@@ -63,19 +165,26 @@ pub(crate) enum Memory {
 /// # Invariants
 ///
 /// `ibmr` is first, so the core's `*mut ib_mr` for an rroce MR is a
-/// `*mut RroceMr` allocated by [`new_mr`] with `KBox`. A user MR's `mem`
-/// covers `[ibmr.iova, ibmr.iova + ibmr.length)`.
+/// `*mut RroceMr` allocated by [`new_mr`] with `KBox`. `pd`, `lkey`,
+/// `rkey`, `iova` and `length` are the values the MR was created with and
+/// never change; a user MR's `mem` covers `[iova, iova + length)`.
 #[repr(C)]
 pub(crate) struct RroceMr {
-    ibmr: sys::ib_mr,
+    ibmr: Opaque<sys::ib_mr>,
     mem: Memory,
     index: u32,
     access: u32,
+    pd: *mut sys::ib_pd,
+    lkey: u32,
+    rkey: u32,
+    iova: u64,
+    length: u64,
 }
 
-// SAFETY: the MR is immutable after creation and its memory may be copied
-// to and from in any context (`Umem` and `KernelMem` are `Sync`); only the
-// core's `ib_mr` holds raw pointers, which rroce reads and never follows.
+// SAFETY: the fixed fields never change after creation, a fast MR's state
+// is behind its lock, and the memory may be copied to and from in any
+// context (`Umem` and `KernelMem` are `Sync`); `ibmr` and `pd` are the
+// core's, which rroce compares or reads in the verbs only.
 unsafe impl Sync for RroceMr {}
 // SAFETY: as above.
 unsafe impl Send for RroceMr {}
@@ -83,18 +192,53 @@ unsafe impl Send for RroceMr {}
 /// Why a memory access through an MR was refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum AccessError {
-    /// Unknown key, other PD, or missing access right.
+    /// Unknown key, other PD, missing access right, or a fast registration
+    /// that ended.
     Key,
     /// Outside the MR.
     Bounds,
 }
 
 impl RroceMr {
-    /// The core's part of the MR.
-    pub(crate) fn ibmr(&self) -> &sys::ib_mr {
-        &self.ibmr
+    /// The device the core says the MR belongs to.
+    ///
+    /// # Safety
+    ///
+    /// The core handed the MR back (it set `device` after `alloc_mr`,
+    /// `get_dma_mr` or `reg_user_mr` returned and never changes it).
+    pub(crate) unsafe fn ib_device(&self) -> *mut sys::ib_device {
+        // SAFETY: per the caller; a plain read of a field nobody writes
+        // any more.
+        unsafe { (*self.ibmr.get()).device }
     }
 
+    /// The fast-registration state, if this is a fast-registration MR.
+    pub(crate) fn fast(&self) -> Option<&FastMr> {
+        match &self.mem {
+            Memory::Fast(f) => Some(f),
+            _ => None,
+        }
+    }
+
+    /// A user MR's byte offset of `va` (checked with [`MrRef::check`] by
+    /// the caller; the copy re-checks it against the page list).
+    fn offset(&self, va: u64) -> Result<usize, AccessError> {
+        let start = va.checked_sub(self.iova).ok_or(AccessError::Bounds)?;
+        usize::try_from(start).map_err(|_| AccessError::Bounds)
+    }
+}
+
+/// An MR found by one of its keys, valid while the RCU read-side section
+/// it was found in lasts. For a fast-registration MR it stands for the
+/// registration the key named: once that is invalidated (or replaced),
+/// every check and copy through it fails.
+#[derive(Clone, Copy)]
+pub(crate) struct MrRef<'g> {
+    mr: &'g RroceMr,
+    generation: u32,
+}
+
+impl<'g> MrRef<'g> {
     /// Checks that `[va, va + len)` lies in the MR, on `pd`, with every
     /// `need` access flag.
     pub(crate) fn check(
@@ -104,42 +248,104 @@ impl RroceMr {
         len: u64,
         need: u32,
     ) -> Result<(), AccessError> {
-        if self.ibmr.pd != pd || self.access & need != need {
+        if self.mr.pd != pd {
+            return Err(AccessError::Key);
+        }
+        if let Memory::Fast(f) = &self.mr.mem {
+            let st = f.st.lock();
+            let reg = self.registration(&st)?;
+            if st.access & need != need {
+                return Err(AccessError::Key);
+            }
+            return if reg.contains(va, len) {
+                Ok(())
+            } else {
+                Err(AccessError::Bounds)
+            };
+        }
+        if self.mr.access & need != need {
             return Err(AccessError::Key);
         }
         let end = va.checked_add(len).ok_or(AccessError::Bounds)?;
         let mr_end = self
-            .ibmr
+            .mr
             .iova
-            .checked_add(self.ibmr.length)
+            .checked_add(self.mr.length)
             .ok_or(AccessError::Bounds)?;
-        if va < self.ibmr.iova || end > mr_end {
+        if va < self.mr.iova || end > mr_end {
             return Err(AccessError::Bounds);
         }
         Ok(())
     }
 
-    /// A user MR's byte offset of `va` (checked with [`Self::check`] by the
-    /// caller; the copy re-checks it against the page list).
-    fn offset(&self, va: u64) -> Result<usize, AccessError> {
-        let start = va.checked_sub(self.ibmr.iova).ok_or(AccessError::Bounds)?;
-        usize::try_from(start).map_err(|_| AccessError::Bounds)
+    /// The registration this reference stands for, if still current.
+    fn registration(&self, st: &FastState) -> Result<Registration, AccessError> {
+        match st.reg {
+            Some(r) if st.state == FrState::Valid && st.generation == self.generation => Ok(r),
+            _ => Err(AccessError::Key),
+        }
+    }
+
+    /// Copies between `buf` and a fast registration at `va`, page by page,
+    /// under the MR's lock (so an invalidation waits for the copy).
+    fn fast_copy(
+        &self,
+        f: &FastMr,
+        va: u64,
+        buf: *mut u8,
+        len: usize,
+        to_mem: bool,
+    ) -> Result<(), AccessError> {
+        let st = f.st.lock();
+        let reg = self.registration(&st)?;
+        let mut done = 0usize;
+        while done < len {
+            let at = va.checked_add(done as u64).ok_or(AccessError::Bounds)?;
+            let p = reg
+                .piece(at, (len - done) as u64)
+                .ok_or(AccessError::Bounds)?;
+            let page = *st.pages.get(p.index as usize).ok_or(AccessError::Bounds)?;
+            let addr = page.checked_add(p.offset).ok_or(AccessError::Bounds)?;
+            // No truncation: a piece is at most the access's remaining
+            // length, a `usize`.
+            let n = p.len as usize;
+            // SAFETY: `buf` has `len` bytes (caller) and `done + n <= len`.
+            let part = unsafe { buf.add(done) };
+            let r = if to_mem {
+                // SAFETY: `part` has `n` readable bytes (above).
+                let src = unsafe { core::slice::from_raw_parts(part, n) };
+                f.mem.write(addr, src)
+            } else {
+                // SAFETY: `part` has `n` writable bytes (above), not
+                // otherwise borrowed during the call.
+                let dst = unsafe { core::slice::from_raw_parts_mut(part, n) };
+                f.mem.read(addr, dst)
+            };
+            r.map_err(|_| AccessError::Bounds)?;
+            done += n;
+        }
+        Ok(())
     }
 
     /// Copies `data` into the MR at `va`.
     pub(crate) fn write(&self, va: u64, data: &[u8]) -> Result<(), AccessError> {
-        match &self.mem {
+        match &self.mr.mem {
             Memory::Kernel(k) => k.write(va, data),
-            Memory::User(u) => u.write(self.offset(va)?, data),
+            Memory::User(u) => u.write(self.mr.offset(va)?, data),
+            Memory::Fast(f) => {
+                // `fast_copy` only reads `buf` when copying to memory.
+                return self.fast_copy(f, va, data.as_ptr().cast_mut(), data.len(), true);
+            }
         }
         .map_err(|_| AccessError::Bounds)
     }
 
     /// Fills `buf` from the MR at `va`.
     pub(crate) fn read(&self, va: u64, buf: &mut [u8]) -> Result<(), AccessError> {
-        match &self.mem {
+        match &self.mr.mem {
             Memory::Kernel(k) => k.read(va, buf),
-            Memory::User(u) => u.read(self.offset(va)?, buf),
+            Memory::User(u) => u.read(self.mr.offset(va)?, buf),
+            Memory::Fast(f) => return self.fast_copy(f, va, buf.as_mut_ptr(), buf.len(), false),
         }
         .map_err(|_| AccessError::Bounds)
     }
@@ -151,30 +357,120 @@ pub(crate) fn lookup<'g>(
     dev: &RroceDev,
     key: u32,
     guard: &'g kernel::sync::rcu::Guard,
-) -> Option<&'g RroceMr> {
-    lookup_by(dev, key, guard, |mr| mr.ibmr.lkey)
+) -> Option<MrRef<'g>> {
+    lookup_by(dev, key, guard, false)
 }
 
 /// The MR whose remote key is `key` on `dev` (a peer's RETH or atomic
 /// header), valid while `guard` is held. The caller still checks PD,
-/// access and bounds ([`RroceMr::check`]).
+/// access and bounds ([`MrRef::check`]).
 pub(crate) fn lookup_remote<'g>(
     dev: &RroceDev,
     key: u32,
     guard: &'g kernel::sync::rcu::Guard,
-) -> Option<&'g RroceMr> {
-    lookup_by(dev, key, guard, |mr| mr.ibmr.rkey)
+) -> Option<MrRef<'g>> {
+    lookup_by(dev, key, guard, true)
 }
 
-/// The MR at `key`'s index whose `which` key is exactly `key`.
+/// The MR at `key`'s index whose local (`remote`: remote) key is exactly
+/// `key`; a fast-registration MR only while valid under that key.
 fn lookup_by<'g>(
     dev: &RroceDev,
     key: u32,
     guard: &'g kernel::sync::rcu::Guard,
-    which: impl Fn(&RroceMr) -> u32,
-) -> Option<&'g RroceMr> {
+    remote: bool,
+) -> Option<MrRef<'g>> {
     let mr = dev.mrs.get((key >> 8) as usize, guard)?;
-    (which(mr) == key).then_some(mr)
+    if let Memory::Fast(f) = &mr.mem {
+        let st = f.st.lock();
+        return (st.state == FrState::Valid && st.key == key).then_some(MrRef {
+            mr,
+            generation: st.generation,
+        });
+    }
+    let k = if remote { mr.rkey } else { mr.lkey };
+    (k == key).then_some(MrRef { mr, generation: 0 })
+}
+
+/// The MR index and the current iova of `ibmr`, the MR a kernel
+/// consumer's REG_MR work request names, if it is a fast-registration MR
+/// of the device `ibdev`. The iova is read now, at the post: the consumer
+/// may have changed it since `ib_map_mr_sg` (xprtrdma puts an RPC XID in
+/// its high bits).
+///
+/// # Safety
+///
+/// `ibmr` is a live MR of any device, not written by anyone during the
+/// call (the consumer posting it owns it); `ibdev` is an rroce device.
+pub(crate) unsafe fn reg_target(
+    ibdev: *mut sys::ib_device,
+    ibmr: *mut sys::ib_mr,
+) -> Option<(u32, u64)> {
+    if ibmr.is_null() {
+        return None;
+    }
+    // SAFETY: a live MR (caller); `device` is set by the core at creation.
+    if unsafe { (*ibmr).device } != ibdev {
+        return None;
+    }
+    // SAFETY: an MR of an rroce device is an `RroceMr` (type invariant),
+    // live for the call.
+    let mr = unsafe { &*ibmr.cast::<RroceMr>() };
+    mr.fast()?;
+    // SAFETY: live, and nobody writes it during the call (caller).
+    let iova = unsafe { (*ibmr).iova };
+    Some((mr.index, iova))
+}
+
+/// Executes a REG_MR work request of a QP on `pd`: the fast-registration
+/// MR at `index` becomes valid with `key`, `access` and `iova` over its
+/// last mapping.
+pub(crate) fn fast_register(
+    dev: &RroceDev,
+    guard: &kernel::sync::rcu::Guard,
+    pd: *mut sys::ib_pd,
+    (index, key, access, iova): (u32, u32, u32, u64),
+) -> Result<(), FrError> {
+    let mr = dev
+        .mrs
+        .get(index as usize, guard)
+        .ok_or(FrError::KeyIndex)?;
+    let f = mr.fast().ok_or(FrError::NotFastReg)?;
+    check_access(access).map_err(|_| FrError::Access)?;
+    let mut st = f.st.lock();
+    fastreg::may_register(st.state, mr.pd == pd, st.key, key)?;
+    let (map_iova, length, shift) = st.map.ok_or(FrError::Layout)?;
+    let npages = u32::try_from(st.pages.len()).map_err(|_| FrError::Layout)?;
+    let reg = Registration::new(map_iova, iova, length, shift, npages)?;
+    st.state = FrState::Valid;
+    st.key = key;
+    st.access = access;
+    st.reg = Some(reg);
+    st.generation = st.generation.wrapping_add(1);
+    Ok(())
+}
+
+/// Invalidates the fast-registration MR named by `key` for a QP on `pd`
+/// (LOCAL_INV, or a peer's SEND with invalidate).
+pub(crate) fn invalidate(
+    dev: &RroceDev,
+    guard: &kernel::sync::rcu::Guard,
+    pd: *mut sys::ib_pd,
+    key: u32,
+) -> Result<(), FrError> {
+    let mr = dev
+        .mrs
+        .get((key >> 8) as usize, guard)
+        .ok_or(FrError::KeyMismatch)?;
+    let Some(f) = mr.fast() else {
+        return fastreg::may_invalidate(false, mr.pd == pd, 0, key);
+    };
+    let mut st = f.st.lock();
+    fastreg::may_invalidate(true, mr.pd == pd, st.key, key)?;
+    st.state = FrState::Free;
+    st.reg = None;
+    st.generation = st.generation.wrapping_add(1);
+    Ok(())
 }
 
 /// Why gathering or scattering through a WQE's SGEs failed.
@@ -208,7 +504,7 @@ pub(crate) fn walk_sges(
     sges: SgeList<'_>,
     (mut off, len): (u32, u32),
     need: u32,
-    mut f: impl FnMut(&RroceMr, u64, core::ops::Range<usize>) -> Result<(), AccessError>,
+    mut f: impl FnMut(MrRef<'_>, u64, core::ops::Range<usize>) -> Result<(), AccessError>,
 ) -> Result<(), SgeError> {
     let mut done = 0u32;
     for i in 0..sges.num_sge as usize {
@@ -272,6 +568,10 @@ pub(crate) fn new_mr(
         return Err(ENOMEM);
     }
     let (lkey, rkey) = new_keys(index, matches!(mem, Memory::Kernel(_)));
+    if let Memory::Fast(f) = &mem {
+        // Not published yet: the first REG_MR must name this key's index.
+        f.st.lock().key = lkey;
+    }
     // The rest all zero; the core fills its bookkeeping.
     let ibmr = sys::ib_mr {
         lkey,
@@ -284,10 +584,15 @@ pub(crate) fn new_mr(
     };
     let mr = match KBox::new(
         RroceMr {
-            ibmr,
+            ibmr: Opaque::new(ibmr),
             mem,
             index,
             access,
+            pd,
+            lkey,
+            rkey,
+            iova,
+            length,
         },
         GFP_KERNEL,
     ) {
@@ -299,7 +604,7 @@ pub(crate) fn new_mr(
         }
     };
     // INVARIANT: `ibmr` is first and the box is leaked to the core until
-    // `dereg_mr`.
+    // `dereg_mr`; the fixed fields are set once, here.
     let raw = KBox::into_raw(mr);
     // Published for the transport; cleared (with a grace period) in
     // `dereg_mr` before the MR is freed.
@@ -322,7 +627,7 @@ impl RroceMr {
         dev.mrs.clear(mr.index as usize);
         kernel::sync::rcu::synchronize_rcu();
         let index = mr.index;
-        // Releases the umem, if any.
+        // Releases the umem or the page list, if any.
         drop(mr);
         if dev.mr_ids.free(index).is_err() {
             pr_warn!("MR index {} was not allocated\n", index);

@@ -19,6 +19,7 @@ use crate::{
     abi::Codec as _,
     engine::ring::{Producer, RingError, Slot},
     rdma::{mmap::QueueBuf, sys},
+    transport,
 };
 
 /// What a send work request carries beyond the common fields, by opcode
@@ -41,7 +42,10 @@ pub(crate) enum Remote {
         swap: u64,
         rkey: u32,
     },
-    /// Nothing more (SENDs on a connected QP, unknown opcodes).
+    /// REG_MR (`ib_reg_wr`): `mr` is the consumer's `ib_mr`, live during
+    /// the post (of any device: checked before it is used).
+    Reg { mr: usize, key: u32, access: u32 },
+    /// Nothing more (SENDs on a connected QP, LOCAL_INV, unknown opcodes).
     None,
 }
 
@@ -199,7 +203,27 @@ impl QpState {
             _ if self.is_ud() => return Err(EINVAL),
             sys::ib_wr_opcode_IB_WR_SEND
             | sys::ib_wr_opcode_IB_WR_SEND_WITH_IMM
-            | sys::ib_wr_opcode_IB_WR_SEND_WITH_INV => WrUnion::default(),
+            | sys::ib_wr_opcode_IB_WR_SEND_WITH_INV
+            | sys::ib_wr_opcode_IB_WR_LOCAL_INV => WrUnion::default(),
+            sys::ib_wr_opcode_IB_WR_REG_MR => {
+                let Remote::Reg { mr, key, access } = w.remote else {
+                    return Err(EINVAL);
+                };
+                // SAFETY: the consumer's MR, live during the post (type
+                // invariant of the work request list); the device pointer
+                // is the core's and never changes.
+                let target = unsafe {
+                    crate::mr::reg_target(self.dev.cast_mut().cast(), mr as *mut sys::ib_mr)
+                };
+                let (index, iova) = target.ok_or(EINVAL)?;
+                transport::RegWr {
+                    index,
+                    key,
+                    access,
+                    iova,
+                }
+                .encode()
+            }
             sys::ib_wr_opcode_IB_WR_RDMA_WRITE
             | sys::ib_wr_opcode_IB_WR_RDMA_WRITE_WITH_IMM
             | sys::ib_wr_opcode_IB_WR_RDMA_READ => {

@@ -500,3 +500,17 @@ struct net_device *rroce_helper_vlan_real_dev(struct net_device *ndev)
 {
 	return is_vlan_dev(ndev) ? vlan_dev_real_dev(ndev) : NULL;
 }
+
+#if IS_ENABLED(CONFIG_KUNIT)
+int rroce_helper_test_sg_map(struct ib_device *dev, struct scatterlist *sg, void *buf,
+			     unsigned int len)
+{
+	sg_init_one(sg, buf, len);
+	return ib_dma_map_sg(dev, sg, 1, DMA_BIDIRECTIONAL) == 1 ? 0 : -EIO;
+}
+
+void rroce_helper_test_sg_unmap(struct ib_device *dev, struct scatterlist *sg)
+{
+	ib_dma_unmap_sg(dev, sg, 1, DMA_BIDIRECTIONAL);
+}
+#endif

@@ -115,4 +115,11 @@ int rroce_helper_copy_kernel_nofault(void *buf, unsigned long addr, size_t len, 
 bool rroce_helper_netdev_is_loopback(struct net_device *ndev);
 struct net_device *rroce_helper_vlan_real_dev(struct net_device *ndev);
 
+struct scatterlist;
+/* KUnit only: a one-entry scatterlist over a kernel buffer, DMA-mapped for
+ * @dev as a ULP maps what it registers (ib_dma_map_sg), and its unmapping. */
+int rroce_helper_test_sg_map(struct ib_device *dev, struct scatterlist *sg, void *buf,
+			     unsigned int len);
+void rroce_helper_test_sg_unmap(struct ib_device *dev, struct scatterlist *sg);
+
 #endif /* RROCE_HELPERS_H */

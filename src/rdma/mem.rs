@@ -146,18 +146,19 @@ impl Drop for Umem {
 ///
 /// # Invariants
 ///
-/// Only made for a DMA MR of a kernel consumer, on a kernel PD that no
-/// user QP shares; that consumer vouches for every range it posts in SGEs
-/// or hands out with the global rkey it asked for.
+/// Only made for an MR of a kernel consumer (DMA or fast registration), on
+/// a kernel PD that no user QP shares; that consumer vouches for every
+/// range it posts in SGEs, maps onto a fast-registration MR, or hands out
+/// with the global rkey it asked for.
 pub(crate) struct KernelMem(());
 
 impl KernelMem {
-    /// The memory of a kernel consumer's DMA MR.
+    /// The memory of a kernel consumer's DMA or fast-registration MR.
     ///
     /// # Safety
     ///
-    /// Only for a DMA MR (`get_dma_mr`) of a kernel consumer, whose PD no
-    /// user QP shares.
+    /// Only for an MR of a kernel consumer (`get_dma_mr`, `alloc_mr`),
+    /// whose PD no user QP shares.
     pub(crate) unsafe fn new() -> Self {
         // INVARIANT: per the caller.
         Self(())

@@ -102,6 +102,18 @@ selftest_suite!(
 );
 
 selftest_suite!(
+    rroce_engine_fastreg,
+    crate::engine::fastreg::selftest,
+    [
+        state_rules,
+        page_sizes,
+        translate_4k_xid,
+        translate_other_sizes,
+        bad_layouts,
+    ]
+);
+
+selftest_suite!(
     rroce_engine_index,
     crate::engine::index::selftest,
     [exhaust_and_refill, bad_free,]
@@ -213,5 +225,18 @@ selftest_suite!(
         mr_keys_unpredictable,
         mr_table_full,
         dma_mr_bad_address,
+    ]
+);
+
+// Fast registration as storage initiators use it, through a kernel
+// consumer: REG_MR, the peer's WRITE/READ through the key, LOCAL_INV and
+// SEND with invalidate, and what REG_MR and LOCAL_INV refuse.
+selftest_suite!(
+    rroce_frwr,
+    crate::test::kconsumer::frwr_selftest,
+    [
+        frwr_write_read_local_inv,
+        frwr_remote_invalidate,
+        frwr_rules,
     ]
 );

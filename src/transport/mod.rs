@@ -98,6 +98,8 @@ pub(crate) struct SendOp {
     /// READ response packets received so far.
     rd_pkts: u32,
     done: bool,
+    /// REG_MR: the registration to make.
+    reg: RegWr,
 }
 
 impl SendOp {
@@ -106,6 +108,12 @@ impl SendOp {
             self.opcode,
             abi::WR_RDMA_READ | abi::WR_ATOMIC_CMP_AND_SWP | abi::WR_ATOMIC_FETCH_AND_ADD
         )
+    }
+
+    /// A local operation (LOCAL_INV, REG_MR): executed by the requester
+    /// in order, no packet sent.
+    fn is_local(&self) -> bool {
+        matches!(self.opcode, abi::WR_LOCAL_INV | WR_REG_MR)
     }
 
     fn last_psn(&self) -> Psn {
@@ -118,7 +126,54 @@ impl SendOp {
             abi::WR_RDMA_READ => WcOpcode::RdmaRead,
             abi::WR_ATOMIC_CMP_AND_SWP => WcOpcode::CompSwap,
             abi::WR_ATOMIC_FETCH_AND_ADD => WcOpcode::FetchAdd,
+            abi::WR_LOCAL_INV => WcOpcode::LocalInv,
+            WR_REG_MR => WcOpcode::RegMr,
             _ => WcOpcode::Send,
+        }
+    }
+}
+
+/// The kernel's `IB_WR_REG_MR` opcode: no user ABI value (uverbs has no
+/// fast registration), accepted from kernel QPs only.
+pub(crate) const WR_REG_MR: u32 = sys::ib_wr_opcode_IB_WR_REG_MR;
+
+/// The `wr` union of a REG_MR WQE. Only kernel QPs' rings (kernel memory,
+/// written by `post_send`) carry it: the requester takes REG_MR from
+/// kernel QPs only, so its layout is rroce's own, not the user ABI's.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct RegWr {
+    /// The fast-registration MR's index.
+    pub(crate) index: u32,
+    /// Its new key (same index, the consumer's key byte).
+    pub(crate) key: u32,
+    /// `IB_ACCESS_*` of the registration.
+    pub(crate) access: u32,
+    /// The registration's first byte, as the MR's iova was at the post.
+    pub(crate) iova: u64,
+}
+
+impl RegWr {
+    /// Byte layout in the union: index, key, access, 4 bytes of padding,
+    /// iova; native endian.
+    pub(crate) fn encode(&self) -> abi::WrUnion {
+        let mut u = abi::WrUnion::default();
+        u.raw[0..4].copy_from_slice(&self.index.to_ne_bytes());
+        u.raw[4..8].copy_from_slice(&self.key.to_ne_bytes());
+        u.raw[8..12].copy_from_slice(&self.access.to_ne_bytes());
+        u.raw[16..24].copy_from_slice(&self.iova.to_ne_bytes());
+        u
+    }
+
+    /// The inverse of [`Self::encode`].
+    pub(crate) fn decode(u: &abi::WrUnion) -> Self {
+        let w = |r: &[u8]| u32::from_ne_bytes([r[0], r[1], r[2], r[3]]);
+        let mut iova = [0u8; 8];
+        iova.copy_from_slice(&u.raw[16..24]);
+        Self {
+            index: w(&u.raw[0..4]),
+            key: w(&u.raw[4..8]),
+            access: w(&u.raw[8..12]),
+            iova: u64::from_ne_bytes(iova),
         }
     }
 }
@@ -324,7 +379,7 @@ impl Ctx<'_> {
         num_sge: u32,
         range: (u32, u32),
         need: u32,
-        f: impl FnMut(&mr::RroceMr, u64, core::ops::Range<usize>) -> Result<(), AccessError>,
+        f: impl FnMut(mr::MrRef<'_>, u64, core::ops::Range<usize>) -> Result<(), AccessError>,
     ) -> Result<(), SgeError> {
         let sges = SgeList {
             elem,

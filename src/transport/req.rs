@@ -7,8 +7,8 @@
 use kernel::prelude::*;
 
 use super::{
-    timeout_us, Ctx, Req, SendOp, SgeError, FETCH_BUDGET, SEND_FENCE, SEND_INLINE, SEND_IP_CSUM,
-    SEND_SIGNALED, SEND_SOLICITED,
+    timeout_us, Ctx, RegWr, Req, SendOp, SgeError, FETCH_BUDGET, SEND_FENCE, SEND_INLINE,
+    SEND_IP_CSUM, SEND_SIGNALED, SEND_SOLICITED, WR_REG_MR,
 };
 use crate::{
     abi,
@@ -117,9 +117,22 @@ impl Ctx<'_> {
                 | abi::WR_RDMA_READ
                 | abi::WR_ATOMIC_CMP_AND_SWP
                 | abi::WR_ATOMIC_FETCH_AND_ADD
-        );
+                | abi::WR_LOCAL_INV
+        ) || (op.opcode == WR_REG_MR && self.qp.kernel);
         if !supported {
             op.invalid = Some(WcStatus::LocQpOpErr);
+            return op;
+        }
+        if op.is_local() {
+            // No data, no packets: LOCAL_INV names its key in `ex`, REG_MR
+            // carries its registration (a kernel ring: written by
+            // `post_send`, not by a process).
+            if op.opcode == WR_REG_MR {
+                op.reg = RegWr::decode(&w.wr.wr);
+            }
+            if op.flags & SEND_INLINE != 0 {
+                op.invalid = Some(WcStatus::LocQpOpErr);
+            }
             return op;
         }
         match op.opcode {
@@ -193,6 +206,36 @@ impl Ctx<'_> {
         n
     }
 
+    /// Whether every WQE before `k` has completed.
+    fn all_done_before(&self, k: u32) -> bool {
+        (0..k).all(|j| self.op(j).done)
+    }
+
+    /// Executes local operation `op` (LOCAL_INV or REG_MR) on the QP's PD;
+    /// a refused one completes with `IB_WC_LOC_QP_OP_ERR`, as in rxe.
+    fn local_op(&self, op: &SendOp) -> Result<(), WcStatus> {
+        let r = if op.opcode == WR_REG_MR {
+            let g = op.reg;
+            crate::mr::fast_register(
+                self.dev,
+                self.rcu,
+                self.qp.pd,
+                (g.index, g.key, g.access, g.iova),
+            )
+        } else {
+            crate::mr::invalidate(self.dev, self.rcu, self.qp.pd, op.ex)
+        };
+        r.map_err(|e| {
+            pr_debug!(
+                "qp {}: local operation {:#x} refused: {:?}\n",
+                self.qp.qpn,
+                op.opcode,
+                e
+            );
+            WcStatus::LocQpOpErr
+        })
+    }
+
     /// Fetches new WQEs and sends what the window allows.
     pub(crate) fn run_requester(&mut self) {
         if self.inner.state == sys::ib_qp_state_IB_QPS_ERR {
@@ -214,6 +257,27 @@ impl Ctx<'_> {
             if op.invalid.is_some() {
                 // Completes (with its error) once everything before it has.
                 break;
+            }
+            if op.is_local() {
+                // A fenced local operation waits for every earlier WQE to
+                // complete (as rxe's fence); an unfenced one runs now, in
+                // order. One executed before a rewind is not run again.
+                if !op.done {
+                    if op.flags & SEND_FENCE != 0 && !self.all_done_before(k) {
+                        break;
+                    }
+                    if let Err(status) = self.local_op(&op) {
+                        op.invalid = Some(status);
+                        self.set_op(k, op);
+                        break;
+                    }
+                    op.done = true;
+                    op.first_psn = self.inner.req.psn;
+                    op.npkts = 0;
+                    self.set_op(k, op);
+                }
+                self.inner.req.advance(0, true);
+                continue;
             }
             let (psn, una) = (Psn::new(self.inner.req.psn), Psn::new(self.inner.req.una));
             if !self.inner.req.window.may_send(psn, una) {

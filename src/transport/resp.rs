@@ -49,7 +49,7 @@ impl Resp {
     }
 }
 
-impl Ctx<'_> {
+impl<'a> Ctx<'a> {
     fn send_ack(&mut self, syndrome: Syndrome, psn: u32) {
         let msn = self.inner.resp.msn & wire::QPN_MASK;
         if self.inner.resp_q.is_empty() {
@@ -236,10 +236,8 @@ impl Ctx<'_> {
         if !responder::payload_len_ok(info.kind, info.position, pkt.payload().len(), mtu) {
             return self.resp_fatal(NakCode::InvalidRequest, psn.get());
         }
-        // SEND with invalidate: rroce has no fast registration, so there is
-        // nothing it could invalidate (rxe without FRWR refuses it too).
         let h = pkt.headers();
-        if h.ieth.is_some() || h.reth.is_some_and(|r| !responder::reth_len_ok(r.len)) {
+        if h.reth.is_some_and(|r| !responder::reth_len_ok(r.len)) {
             return self.resp_fatal(NakCode::InvalidRequest, psn.get());
         }
         match info.kind {
@@ -378,9 +376,22 @@ impl Ctx<'_> {
                 src_qp: self.inner.attrs.dest_qpn,
                 ..Completion::new(r.wr_id, WcStatus::Success, WcOpcode::Recv, self.qp.qpn)
             };
-            // (A SEND with invalidate never gets here.)
             if let Some(imm) = h.imm_dt {
                 c.ex = WcEx::Imm(imm.imm.to_be());
+            }
+            if let Some(ieth) = h.ieth {
+                // SEND with invalidate: the named fast-registration MR, on
+                // this QP's PD, becomes free before the receive completes.
+                // Any other key (a user or DMA MR, another PD's, a stale
+                // key byte) fails the receive and NAKs the request (rxe:
+                // RESPST_ERR_INVALIDATE_RKEY).
+                if crate::mr::invalidate(self.dev, self.rcu, self.qp.pd, ieth.rkey).is_err() {
+                    c.status = WcStatus::RemInvReqErr;
+                    c.byte_len = 0;
+                    self.complete_recv(c, false);
+                    return self.resp_fatal(NakCode::InvalidRequest, psn);
+                }
+                c.ex = WcEx::Inv(ieth.rkey);
             }
             self.complete_recv(c, pkt.bth().solicited);
         }
@@ -389,7 +400,7 @@ impl Ctx<'_> {
 
     /// Looks up `rkey` for `[va, va + len)` with `need` rights on the QP
     /// and the MR.
-    fn remote_mr(&self, rkey: u32, va: u64, len: u32, need: u32) -> Option<&mr::RroceMr> {
+    fn remote_mr(&self, rkey: u32, va: u64, len: u32, need: u32) -> Option<mr::MrRef<'a>> {
         if self.inner.attrs.access & need != need {
             return None;
         }

@@ -178,6 +178,8 @@ pub(crate) fn device_ops() -> sys::ib_device_ops {
     ops.get_dma_mr = Some(mr::get_dma_mr);
     ops.reg_user_mr = Some(mr::reg_user_mr);
     ops.dereg_mr = Some(mr::dereg_mr);
+    ops.alloc_mr = Some(mr::alloc_mr);
+    ops.map_mr_sg = Some(mr::map_mr_sg);
     ops.size_ib_ah = size_of::<crate::ah::RroceAh>();
     ops.create_cq = Some(cq::create_cq);
     ops.create_user_cq = Some(cq::create_cq);
@@ -229,7 +231,8 @@ unsafe extern "C" fn query_device(
     a.device_cap_flags = (sys::ib_device_cap_flags_IB_DEVICE_BAD_PKEY_CNTR
         | sys::ib_device_cap_flags_IB_DEVICE_BAD_QKEY_CNTR
         | sys::ib_device_cap_flags_IB_DEVICE_SYS_IMAGE_GUID
-        | sys::ib_device_cap_flags_IB_DEVICE_RC_RNR_NAK_GEN) as u64;
+        | sys::ib_device_cap_flags_IB_DEVICE_RC_RNR_NAK_GEN
+        | sys::ib_device_cap_flags_IB_DEVICE_MEM_MGT_EXTENSIONS) as u64;
     // `rdma link del` may unregister the device.
     a.kernel_cap_flags = sys::ib_kernel_cap_flags_IBK_ALLOW_USER_UNREG.into();
     a.max_send_sge = limits::MAX_SEND_SGE;

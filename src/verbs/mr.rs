@@ -1,14 +1,18 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The MR verbs: DMA MRs, user MRs and deregistration (`crate::mr` holds
-//! the MR itself).
+//! The MR verbs: DMA MRs, user MRs, fast-registration MRs and their
+//! mapping, and deregistration (`crate::mr` holds the MR itself).
 
-use kernel::{ffi::c_int, prelude::*};
+use kernel::{
+    ffi::{c_int, c_uint},
+    prelude::*,
+};
 
 use super::to_ptr;
 use crate::{
     dev::RroceDev,
-    mr::{check_access, new_mr, Memory, RroceMr},
+    engine::fastreg,
+    mr::{check_access, new_mr, FastMr, Memory, RroceMr},
     rdma::{
         mem::{KernelMem, Umem},
         sys,
@@ -98,9 +102,87 @@ pub(super) unsafe extern "C" fn dereg_mr(
     // one of our devices.
     let (mr, dev) = unsafe {
         let mr = KBox::from_raw(ibmr.cast::<RroceMr>());
-        let dev = RroceDev::from_ib(mr.ibmr().device);
+        let dev = RroceDev::from_ib(mr.ib_device());
         (mr, dev)
     };
     RroceMr::dereg(mr, dev);
     0
+}
+
+/// The `alloc_mr` op: an empty fast-registration MR for up to `max_num_sg`
+/// pages (kernel consumers only; uverbs has no such verb).
+///
+/// # Safety
+///
+/// The [ops contract](super).
+pub(super) unsafe extern "C" fn alloc_mr(
+    pd: *mut sys::ib_pd,
+    mr_type: sys::ib_mr_type,
+    max_num_sg: u32,
+) -> *mut sys::ib_mr {
+    if mr_type != sys::ib_mr_type_IB_MR_TYPE_MEM_REG {
+        return EINVAL.to_ptr();
+    }
+    if max_num_sg == 0 || max_num_sg > fastreg::MAX_PAGE_LIST {
+        return EINVAL.to_ptr();
+    }
+    // SAFETY: the ops contract: a live PD of one of our devices.
+    let dev = unsafe { RroceDev::from_ib((*pd).device) };
+    let fast = match FastMr::new(max_num_sg) {
+        Ok(f) => f,
+        Err(e) => return e.to_ptr(),
+    };
+    // No access until REG_MR gives it some.
+    to_ptr(new_mr(dev, pd, 0, Memory::Fast(fast), (0, 0), mr_type))
+}
+
+/// The `map_mr_sg` op: the pages of `sg` become the MR's page list, in
+/// pages of the `page_size` `ib_map_mr_sg` set; returns how many entries
+/// of `sg` were mapped (or an errno).
+///
+/// # Safety
+///
+/// The [ops contract](super); `sg` has `sg_nents` DMA-mapped entries and
+/// `sg_offset` is null or valid (`ib_map_mr_sg`'s contract).
+pub(super) unsafe extern "C" fn map_mr_sg(
+    ibmr: *mut sys::ib_mr,
+    sg: *mut sys::scatterlist,
+    sg_nents: c_int,
+    sg_offset: *mut c_uint,
+) -> c_int {
+    // SAFETY: the ops contract: one of our MRs (`RroceMr`'s invariant),
+    // alive for the call.
+    let mr = unsafe { &*ibmr.cast::<RroceMr>() };
+    let Some(fast) = mr.fast() else {
+        return EINVAL.to_errno();
+    };
+    // SAFETY: `ib_map_mr_sg` set `page_size` just before calling us, in
+    // this thread; nobody else writes it.
+    let page_size = unsafe { (*ibmr).page_size };
+    let Some(shift) = fastreg::page_shift(page_size) else {
+        return EINVAL.to_errno();
+    };
+    fast.map_begin(shift);
+    // SAFETY: the arguments are the caller's (see `# Safety`);
+    // `set_page` is called back in this thread for this MR.
+    let n = unsafe { sys::ib_sg_to_pages(ibmr, sg, sg_nents, sg_offset, Some(set_page)) };
+    // SAFETY: `ib_sg_to_pages` set `iova` and `length`, in this thread.
+    let (iova, length) = unsafe { ((*ibmr).iova, (*ibmr).length) };
+    fast.map_end(iova, length);
+    n
+}
+
+/// `ib_sg_to_pages`' callback: one more page of the mapping at the
+/// (virtual) DMA address `addr`.
+///
+/// # Safety
+///
+/// Called by `ib_sg_to_pages` from [`map_mr_sg`] with its MR.
+unsafe extern "C" fn set_page(ibmr: *mut sys::ib_mr, addr: u64) -> c_int {
+    // SAFETY: per the caller, one of our MRs, alive for the call.
+    let mr = unsafe { &*ibmr.cast::<RroceMr>() };
+    match mr.fast() {
+        Some(f) => super::to_c(f.map_page(addr)),
+        None => EINVAL.to_errno(),
+    }
 }

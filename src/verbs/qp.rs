@@ -282,7 +282,8 @@ unsafe fn kernel_sges<'a>(sg_list: *const sys::ib_sge, num: c_int) -> &'a [sys::
 ///
 /// `next` is null or the head of a list of valid work requests, each the
 /// `wr` member of the structure its opcode implies (`ib_ud_wr` for a SEND
-/// on a datagram QP (`ud`), `ib_rdma_wr`, `ib_atomic_wr`), with valid SGE
+/// on a datagram QP (`ud`), `ib_rdma_wr`, `ib_atomic_wr`, `ib_reg_wr` with
+/// a live MR), with valid SGE
 /// lists, inline ones naming readable kernel memory, all valid for the
 /// post.
 struct SendList {
@@ -334,6 +335,16 @@ impl<'a> WrList<SendWr<'a>> for SendList {
                     compare_add: r.compare_add,
                     swap: r.swap,
                     rkey: r.rkey,
+                }
+            }
+            sys::ib_wr_opcode_IB_WR_REG_MR if !self.ud => {
+                // SAFETY: for REG_MR `wr` is the head of an `ib_reg_wr`
+                // (type invariant), whose MR is live during the post.
+                let r = unsafe { &*wr.cast::<sys::ib_reg_wr>() };
+                Remote::Reg {
+                    mr: r.mr as usize,
+                    key: r.key,
+                    access: r.access as u32,
                 }
             }
             _ => Remote::None,

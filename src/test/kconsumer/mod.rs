@@ -648,6 +648,7 @@ fn wr_id(wc: &sys::ib_wc) -> u64 {
 }
 
 mod cq;
+mod fastreg;
 mod peer;
 mod qplife;
 mod rc;
@@ -669,5 +670,12 @@ pub(crate) mod peer_selftest {
     pub(crate) use super::peer::{
         dma_lkey_not_a_remote_key, dma_mr_bad_address, mr_keys_unpredictable, mr_table_full,
         send_with_invalidate_refused,
+    };
+}
+
+/// The cases `crate::test::kunit` runs (suite `rroce_frwr`).
+pub(crate) mod frwr_selftest {
+    pub(crate) use super::fastreg::{
+        frwr_remote_invalidate, frwr_rules, frwr_write_read_local_inv,
     };
 }

@@ -9,18 +9,18 @@ use super::*;
 /// Two connected kernel RC QPs `a` (requester) and `b` (responder) on one
 /// device, each completing into its own CQ. Fields drop in order: QPs,
 /// CQs, PD, the consumer the CQs point at, the device.
-struct Pair {
-    a: TestQp,
-    b: TestQp,
-    cq_a: TestCq,
-    cq_b: TestCq,
-    pd: TestPd,
+pub(super) struct Pair {
+    pub(super) a: TestQp,
+    pub(super) b: TestQp,
+    pub(super) cq_a: TestCq,
+    pub(super) cq_b: TestCq,
+    pub(super) pd: TestPd,
     _c: KBox<Consumer>,
-    _dev: TestDev,
+    pub(super) dev: TestDev,
 }
 
 impl Pair {
-    fn new() -> Result<Self, &'static str> {
+    pub(super) fn new() -> Result<Self, &'static str> {
         let dev = TestDev::new()?;
         let Some((sgid, gid)) = loopback_gid(&dev) else {
             return Err("no ::ffff:127.0.0.1 GID on the loopback device");
@@ -40,13 +40,18 @@ impl Pair {
             cq_b,
             pd,
             _c: c,
-            _dev: dev,
+            dev,
         })
     }
 
     /// A signaled RDMA READ of `len` bytes at `remote` under `rkey` into
     /// `local`; the status of its completion (or an error if none came).
-    fn read(&self, local: &mut [u8], remote: u64, rkey: u32) -> Result<u32, &'static str> {
+    pub(super) fn read(
+        &self,
+        local: &mut [u8],
+        remote: u64,
+        rkey: u32,
+    ) -> Result<u32, &'static str> {
         use sys::*;
         let s = sge(local.as_mut_ptr(), local.len(), self.pd.lkey());
         // SAFETY: all-zero is a valid `ib_rdma_wr`.
@@ -67,10 +72,10 @@ impl Pair {
     }
 }
 
-/// A SEND with invalidate is refused with an invalid request NAK (rroce
-/// has no fast registration, so there is nothing it could invalidate; rxe
-/// without FRWR does the same): the sender completes with
-/// `IB_WC_REM_INV_REQ_ERR` and no receive completes `WITH_INVALIDATE`.
+/// A SEND with invalidate naming a key that is no fast-registration MR's
+/// (here the PD's DMA MR) is refused with an invalid request NAK: the
+/// sender completes with `IB_WC_REM_INV_REQ_ERR` and no receive completes
+/// `WITH_INVALIDATE`.
 pub(crate) fn send_with_invalidate_refused() -> Result<(), &'static str> {
     use sys::*;
     let p = Pair::new()?;
