@@ -210,7 +210,7 @@ pub(crate) fn device_ops() -> sys::ib_device_ops {
 ///
 /// The [ops contract](self).
 unsafe extern "C" fn query_device(
-    _ibdev: *mut sys::ib_device,
+    ibdev: *mut sys::ib_device,
     attr: *mut sys::ib_device_attr,
     udata: *mut sys::ib_udata,
 ) -> c_int {
@@ -221,6 +221,11 @@ unsafe extern "C" fn query_device(
     // SAFETY: the core passes a valid, zeroed attribute struct.
     let a = unsafe { &mut *attr };
     a.fw_ver = 0;
+    // One device per system image, as rxe: the image GUID is the node GUID
+    // (already in network order), so IB_DEVICE_SYS_IMAGE_GUID holds.
+    // SAFETY: the ops contract: a live device; the GUID is set before
+    // registration and never changes.
+    a.sys_image_guid = unsafe { (*ibdev).node_guid };
     a.max_mr_size = crate::abi::MAX_MR_SIZE;
     a.page_size_cap = limits::PAGE_SIZE_CAP;
     a.vendor_id = limits::VENDOR_ID;
