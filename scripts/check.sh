@@ -160,4 +160,25 @@ if [ -f "$RUN/checks" ]; then
 else
 	bad "no integration check results from the VM"
 fi
+
+if [ "$RROCE_KASAN" = 0 ]; then
+	# The target's rdma_rw registers memory only when forced: a second,
+	# short boot with ib_core.force_mr=1 (KUnit off, it ran above) runs the
+	# NVMe over Fabrics script again, so both sides use fast registration.
+	step "VM: NVMe over Fabrics with ib_core.force_mr=1"
+	RUN2=$(mktemp -d "$RROCE_CACHE/vmrun/force_mr.XXXXXX") || { bad "cannot create a VM run directory"; finish; }
+	RROCE_VM_RUNDIR=$RUN2 RROCE_VM_APPEND="ib_core.force_mr=1 kunit.enable=0" \
+		scripts/vm.sh --timeout 900 'bash tests/vm/t66-nvmeof.sh' || bad "force_mr VM run (exit $?)"
+	if [ -f "$RUN2/checks" ]; then
+		cat "$RUN2/checks"
+		PASS=$((PASS + $(grep -c '^ok ' "$RUN2/checks")))
+		while IFS= read -r l; do bad "${l#not ok }"; done < <(grep '^not ok ' "$RUN2/checks")
+		grep -q '^ok nvmeof_force_mr\.' "$RUN2/checks" || bad "the force_mr run did not see ib_core.force_mr=1"
+	else
+		bad "no check results from the force_mr VM run"
+	fi
+	if grep -nE 'WARNING:|BUG:|Oops|general protection|Call Trace:|possible recursive locking|circular locking|UBSAN|KASAN|kernel panic|refcount_t:' "$RUN2/dmesg" 2>/dev/null | head -5 | grep .; then
+		bad "force_mr run: kernel log has warnings (see $RUN2/dmesg)"
+	fi
+fi
 finish

@@ -71,7 +71,10 @@ log "booting $(rroce_kver) under $mode (timeout ${timeout}s, run dir $RUN)"
 # and everything printed before the boot is lost; hand the VM a pipe
 # instead, so the file is only ever appended to by this script.
 set +e
-timeout -k 20 "$timeout" "$VNG" --run "$B" "${accel[@]}" \
+# RROCE_VM_APPEND: more kernel command line (e.g. ib_core.force_mr=1).
+append=()
+[ -z "${RROCE_VM_APPEND:-}" ] || append=(--append "$RROCE_VM_APPEND")
+timeout -k 20 "$timeout" "$VNG" --run "$B" "${accel[@]}" "${append[@]}" \
 	--cpus "${RROCE_VM_CPUS:-2}" --memory "${RROCE_VM_MEM:-2G}" --user root \
 	--rwdir "$RROCE_ROOT" --rwdir "$RUN" --cwd "$RROCE_ROOT" \
 	--exec "bash $RROCE_ROOT/scripts/guest-run.sh $RUN" </dev/null 2>&1 | cat

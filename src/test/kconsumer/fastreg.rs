@@ -154,29 +154,6 @@ fn local_inv(qp: &TestQp, cq: &TestCq, key: u32) -> Result<(u32, u32), &'static 
     Ok((wc.status, wc.opcode))
 }
 
-/// A signaled RDMA WRITE of `src` from `a` to `remote` under `rkey`; the
-/// status of its completion.
-fn write(p: &Pair, src: &[u8], remote: u64, rkey: u32) -> Result<u32, &'static str> {
-    use sys::*;
-    let s = sge(src.as_ptr(), src.len(), p.pd.lkey());
-    // SAFETY: all-zero is a valid `ib_rdma_wr`.
-    let mut w: ib_rdma_wr = unsafe { core::mem::zeroed() };
-    w.wr.__bindgen_anon_1.wr_id = 0xf3;
-    w.wr.opcode = ib_wr_opcode_IB_WR_RDMA_WRITE;
-    w.wr.send_flags = ib_send_flags_IB_SEND_SIGNALED;
-    w.wr.sg_list = core::ptr::from_ref(&s).cast_mut();
-    w.wr.num_sge = 1;
-    w.remote_addr = remote;
-    w.rkey = rkey;
-    if p.a.post_send(&w.wr).0 != 0 {
-        return Err("post_send of a WRITE failed");
-    }
-    let wc = *wait_wcs(&p.cq_a, 1)
-        .first()
-        .ok_or("the WRITE never completed")?;
-    Ok(wc.status)
-}
-
 const REMOTE_RW: u32 = sys::ib_access_flags_IB_ACCESS_LOCAL_WRITE
     | sys::ib_access_flags_IB_ACCESS_REMOTE_WRITE
     | sys::ib_access_flags_IB_ACCESS_REMOTE_READ;
@@ -198,7 +175,7 @@ pub(crate) fn frwr_write_read_local_inv() -> Result<(), &'static str> {
     }
     let (key, iova) = (m.key(), m.iova());
     let data = pattern(LEN, 31)?;
-    if write(&p, &data, iova, key)? != ib_wc_status_IB_WC_SUCCESS {
+    if p.write(&data, iova, key)? != ib_wc_status_IB_WC_SUCCESS {
         return Err("a WRITE through the fast-registered key failed");
     }
     if buf[OFF..OFF + LEN] != data[..] || buf[..OFF].iter().any(|b| *b != 0) {
@@ -219,7 +196,7 @@ pub(crate) fn frwr_write_read_local_inv() -> Result<(), &'static str> {
         return Err("LOCAL_INV did not complete as IB_WC_LOCAL_INV with success");
     }
     let other = pattern(64, 99)?;
-    let status = write(&p, &other, iova, key)?;
+    let status = p.write(&other, iova, key)?;
     if status != ib_wc_status_IB_WC_REM_ACCESS_ERR {
         pr_err!("WRITE after LOCAL_INV: status {}\n", status);
         return Err("a WRITE through an invalidated key was not refused");

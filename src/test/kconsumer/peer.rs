@@ -52,22 +52,46 @@ impl Pair {
         remote: u64,
         rkey: u32,
     ) -> Result<u32, &'static str> {
+        let op = sys::ib_wr_opcode_IB_WR_RDMA_READ;
+        self.rdma(op, local.as_mut_ptr(), local.len(), remote, rkey)
+    }
+
+    /// A signaled RDMA WRITE of `local` to `remote` under `rkey`; the
+    /// status of its completion.
+    pub(super) fn write(&self, local: &[u8], remote: u64, rkey: u32) -> Result<u32, &'static str> {
+        let op = sys::ib_wr_opcode_IB_WR_RDMA_WRITE;
+        self.rdma(op, local.as_ptr(), local.len(), remote, rkey)
+    }
+
+    /// A signaled RDMA READ or WRITE from `a` of `len` bytes at `local`
+    /// (a buffer of the caller's, written by a READ), at `remote` under
+    /// `rkey`; the status of its completion.
+    fn rdma(
+        &self,
+        opcode: u32,
+        local: *const u8,
+        len: usize,
+        remote: u64,
+        rkey: u32,
+    ) -> Result<u32, &'static str> {
         use sys::*;
-        let s = sge(local.as_mut_ptr(), local.len(), self.pd.lkey());
+        let s = sge(local, len, self.pd.lkey());
         // SAFETY: all-zero is a valid `ib_rdma_wr`.
         let mut w: ib_rdma_wr = unsafe { core::mem::zeroed() };
         w.wr.__bindgen_anon_1.wr_id = 0xd1;
-        w.wr.opcode = ib_wr_opcode_IB_WR_RDMA_READ;
+        w.wr.opcode = opcode;
         w.wr.send_flags = ib_send_flags_IB_SEND_SIGNALED;
         w.wr.sg_list = core::ptr::from_ref(&s).cast_mut();
         w.wr.num_sge = 1;
         w.remote_addr = remote;
         w.rkey = rkey;
         if self.a.post_send(&w.wr).0 != 0 {
-            return Err("post_send of a READ failed");
+            return Err("post_send of an RDMA READ or WRITE failed");
         }
         let wcs = wait_wcs(&self.cq_a, 1);
-        let wc = wcs.first().ok_or("the READ never completed")?;
+        let wc = wcs
+            .first()
+            .ok_or("the RDMA READ or WRITE never completed")?;
         Ok(wc.status)
     }
 }
