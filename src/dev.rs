@@ -98,7 +98,10 @@ impl Tables {
     /// Empty tables sized for the device limits.
     pub(crate) fn new() -> Result<Self> {
         Ok(Self {
-            mrs: RcuTable::new(limits::MAX_MR as usize + 1)?,
+            // Every index the MR allocator can hand out has a slot: it
+            // spreads successive indices over its words, so a table cut at
+            // MAX_MR refused about every 257th MR once ~515 existed.
+            mrs: RcuTable::new(limits::ID_WORDS * 64)?,
             qps: RcuTable::new(limits::MAX_QP as usize + FIRST_QPN_SLOTS)?,
             // Every number the AH allocator can hand out has a slot.
             ahs: RcuTable::new(limits::ID_WORDS * 64 + 1)?,

@@ -223,6 +223,7 @@ selftest_suite!(
         send_with_invalidate_refused,
         dma_lkey_not_a_remote_key,
         mr_keys_unpredictable,
+        many_mrs,
         mr_table_full,
         dma_mr_bad_address,
     ]

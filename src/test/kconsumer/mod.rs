@@ -668,8 +668,8 @@ pub(crate) mod selftest {
 /// The cases `crate::test::kunit` runs (suite `rroce_peer`).
 pub(crate) mod peer_selftest {
     pub(crate) use super::peer::{
-        dma_lkey_not_a_remote_key, dma_mr_bad_address, mr_keys_unpredictable, mr_table_full,
-        send_with_invalidate_refused,
+        dma_lkey_not_a_remote_key, dma_mr_bad_address, many_mrs, mr_keys_unpredictable,
+        mr_table_full, send_with_invalidate_refused,
     };
 }
 

@@ -278,6 +278,33 @@ pub(crate) fn mr_table_full() -> Result<(), &'static str> {
     Ok(())
 }
 
+/// Hundreds of MRs at once all succeed: the MR allocator spreads
+/// successive indices over its bitmap words, and every index it hands out
+/// must have a table slot (a table cut at `MAX_MR` refused the ~515th MR
+/// with `ENOMEM`, which made nvmet-rdma fail its queues under
+/// `ib_core.force_mr=1`).
+pub(crate) fn many_mrs() -> Result<(), &'static str> {
+    const N: usize = 600;
+    let dev = TestDev::new()?;
+    let pd = TestPd::new(&dev)?;
+    let mut mrs = KVec::with_capacity(N, GFP_KERNEL).map_err(|_| "no memory")?;
+    let mut res = Ok(());
+    for _ in 0..N {
+        let mr = dma_mr(&pd, sys::ib_access_flags_IB_ACCESS_LOCAL_WRITE);
+        if bad_ptr(mr) {
+            pr_err!("MR {} of {}: error {}\n", mrs.len() + 1, N, mr as isize);
+            res = Err("an MR was refused long before the table was full");
+            break;
+        }
+        // Capacity reserved above.
+        let _ = mrs.push(mr, GFP_KERNEL);
+    }
+    for mr in mrs.iter() {
+        dereg(&pd, *mr);
+    }
+    res
+}
+
 /// A remote READ of an unmapped kernel address through a DMA MR's remote
 /// key completes with a remote access error instead of faulting the
 /// responder.
