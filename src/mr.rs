@@ -75,8 +75,6 @@ pub(crate) enum Memory {
 
 /// A fast-registration MR's mutable part.
 struct FastState {
-    /// Free or valid.
-    state: FrState,
     /// The key of the current (or last) registration; lkey and rkey alike.
     key: u32,
     /// The access flags of the current registration.
@@ -84,7 +82,8 @@ struct FastState {
     /// Counts registrations and invalidations: an [`MrRef`] taken under
     /// one registration reaches nothing under the next.
     generation: u32,
-    /// The current registration (valid state only).
+    /// The current registration: `Some` exactly when the MR is valid,
+    /// so the state cannot disagree with it.
     reg: Option<Registration>,
     /// The last `map_mr_sg`: first byte, length and page shift.
     map: Option<(u64, u64, u32)>,
@@ -92,6 +91,17 @@ struct FastState {
     /// on rroce), each the start of a page of the mapping's page size; at
     /// most its capacity, `max_num_sg`, allocated at `alloc_mr`.
     pages: KVec<u64>,
+}
+
+impl FastState {
+    /// Free or valid: valid while a registration is current.
+    fn state(&self) -> FrState {
+        if self.reg.is_some() {
+            FrState::Valid
+        } else {
+            FrState::Free
+        }
+    }
 }
 
 /// A fast-registration MR's state, behind its lock. The lock is taken in
@@ -113,7 +123,6 @@ impl FastMr {
             pin_init!(Self {
                 st <- new_spinlock_irq!(
                     FastState {
-                        state: FrState::Free,
                         key: 0,
                         access: 0,
                         generation: 0,
@@ -281,7 +290,7 @@ impl<'g> MrRef<'g> {
     /// The registration this reference stands for, if still current.
     fn registration(&self, st: &FastState) -> Result<Registration, AccessError> {
         match st.reg {
-            Some(r) if st.state == FrState::Valid && st.generation == self.generation => Ok(r),
+            Some(r) if st.generation == self.generation => Ok(r),
             _ => Err(AccessError::Key),
         }
     }
@@ -383,7 +392,7 @@ fn lookup_by<'g>(
     let mr = dev.mrs.get((key >> 8) as usize, guard)?;
     if let Memory::Fast(f) = &mr.mem {
         let st = f.st.lock();
-        return (st.state == FrState::Valid && st.key == key).then_some(MrRef {
+        return (st.state() == FrState::Valid && st.key == key).then_some(MrRef {
             mr,
             generation: st.generation,
         });
@@ -438,11 +447,10 @@ pub(crate) fn fast_register(
     let f = mr.fast().ok_or(FrError::NotFastReg)?;
     check_access(access).map_err(|_| FrError::Access)?;
     let mut st = f.st.lock();
-    fastreg::may_register(st.state, mr.pd == pd, st.key, key)?;
+    fastreg::may_register(st.state(), mr.pd == pd, st.key, key)?;
     let (map_iova, length, shift) = st.map.ok_or(FrError::Layout)?;
     let npages = u32::try_from(st.pages.len()).map_err(|_| FrError::Layout)?;
     let reg = Registration::new(map_iova, iova, length, shift, npages)?;
-    st.state = FrState::Valid;
     st.key = key;
     st.access = access;
     st.reg = Some(reg);
@@ -467,7 +475,6 @@ pub(crate) fn invalidate(
     };
     let mut st = f.st.lock();
     fastreg::may_invalidate(true, mr.pd == pd, st.key, key)?;
-    st.state = FrState::Free;
     st.reg = None;
     st.generation = st.generation.wrapping_add(1);
     Ok(())
