@@ -222,32 +222,10 @@ pub(crate) fn frwr_remote_invalidate() -> Result<(), &'static str> {
     }
     let key = m.key();
     let mut rbuf = zeroed(64)?;
-    let r = sge(rbuf.as_mut_ptr(), rbuf.len(), p.pd.lkey());
-    // SAFETY: all-zero is a valid `ib_recv_wr`.
-    let mut rw: ib_recv_wr = unsafe { core::mem::zeroed() };
-    rw.__bindgen_anon_1.wr_id = 0xf4;
-    rw.sg_list = core::ptr::from_ref(&r).cast_mut();
-    rw.num_sge = 1;
-    if p.b.post_recv(&rw).0 != 0 {
-        return Err("post_recv failed");
-    }
     let msg = pattern(32, 3)?;
-    let s = sge(msg.as_ptr(), msg.len(), p.pd.lkey());
-    // SAFETY: all-zero is a valid `ib_send_wr`.
-    let mut w: ib_send_wr = unsafe { core::mem::zeroed() };
-    w.__bindgen_anon_1.wr_id = 0xf5;
-    w.opcode = ib_wr_opcode_IB_WR_SEND_WITH_INV;
-    w.send_flags = ib_send_flags_IB_SEND_SIGNALED;
-    w.ex.invalidate_rkey = key;
-    w.sg_list = core::ptr::from_ref(&s).cast_mut();
-    w.num_sge = 1;
-    if p.a.post_send(&w).0 != 0 {
-        return Err("post_send of SEND with invalidate failed");
-    }
-    let sent = *wait_wcs(&p.cq_a, 1)
-        .first()
-        .ok_or("the SEND never completed")?;
-    let got = *wait_wcs(&p.cq_b, 1).first().ok_or("no receive completed")?;
+    let (sent, recvd) = p.send_with_inv(&mut rbuf, &msg, key)?;
+    let sent = *sent.first().ok_or("the SEND never completed")?;
+    let got = *recvd.first().ok_or("no receive completed")?;
     if sent.status != ib_wc_status_IB_WC_SUCCESS || got.status != ib_wc_status_IB_WC_SUCCESS {
         pr_err!(
             "SEND with invalidate: send {} recv {}\n",

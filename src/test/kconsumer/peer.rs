@@ -94,6 +94,43 @@ impl Pair {
             .ok_or("the RDMA READ or WRITE never completed")?;
         Ok(wc.status)
     }
+
+    /// A receive of `b` into `rbuf`, then a signaled SEND with invalidate
+    /// of `msg` from `a` naming `key`: the completions of both sides (the
+    /// sender's first), each empty if none came.
+    pub(super) fn send_with_inv(
+        &self,
+        rbuf: &mut [u8],
+        msg: &[u8],
+        key: u32,
+    ) -> Result<(KVec<sys::ib_wc>, KVec<sys::ib_wc>), &'static str> {
+        use sys::*;
+        let lkey = self.pd.lkey();
+        let r = sge(rbuf.as_mut_ptr(), rbuf.len(), lkey);
+        // SAFETY: all-zero is a valid `ib_recv_wr`.
+        let mut rw: ib_recv_wr = unsafe { core::mem::zeroed() };
+        rw.__bindgen_anon_1.wr_id = 0xe1;
+        rw.sg_list = core::ptr::from_ref(&r).cast_mut();
+        rw.num_sge = 1;
+        if self.b.post_recv(&rw).0 != 0 {
+            return Err("post_recv failed");
+        }
+        let s = sge(msg.as_ptr(), msg.len(), lkey);
+        // SAFETY: all-zero is a valid `ib_send_wr`.
+        let mut w: ib_send_wr = unsafe { core::mem::zeroed() };
+        w.__bindgen_anon_1.wr_id = 0xe2;
+        w.opcode = ib_wr_opcode_IB_WR_SEND_WITH_INV;
+        w.send_flags = ib_send_flags_IB_SEND_SIGNALED;
+        w.ex.invalidate_rkey = key;
+        w.sg_list = core::ptr::from_ref(&s).cast_mut();
+        w.num_sge = 1;
+        if self.a.post_send(&w).0 != 0 {
+            return Err("post_send of a SEND with invalidate failed");
+        }
+        let sent = wait_wcs(&self.cq_a, 1);
+        let recvd = wait_wcs(&self.cq_b, 1);
+        Ok((sent, recvd))
+    }
 }
 
 /// A SEND with invalidate naming a key that is no fast-registration MR's
@@ -103,32 +140,9 @@ impl Pair {
 pub(crate) fn send_with_invalidate_refused() -> Result<(), &'static str> {
     use sys::*;
     let p = Pair::new()?;
-    let lkey = p.pd.lkey();
     let mut rbuf = zeroed(256)?;
     let src = pattern(64, 5)?;
-    let r = sge(rbuf.as_mut_ptr(), rbuf.len(), lkey);
-    // SAFETY: all-zero is a valid `ib_recv_wr`.
-    let mut rw: ib_recv_wr = unsafe { core::mem::zeroed() };
-    rw.__bindgen_anon_1.wr_id = 0xe1;
-    rw.sg_list = core::ptr::from_ref(&r).cast_mut();
-    rw.num_sge = 1;
-    if p.b.post_recv(&rw).0 != 0 {
-        return Err("post_recv failed");
-    }
-    let s = sge(src.as_ptr(), src.len(), lkey);
-    // SAFETY: all-zero is a valid `ib_send_wr`.
-    let mut w: ib_send_wr = unsafe { core::mem::zeroed() };
-    w.__bindgen_anon_1.wr_id = 0xe2;
-    w.opcode = ib_wr_opcode_IB_WR_SEND_WITH_INV;
-    w.send_flags = ib_send_flags_IB_SEND_SIGNALED;
-    w.ex.invalidate_rkey = p.pd.rkey();
-    w.sg_list = core::ptr::from_ref(&s).cast_mut();
-    w.num_sge = 1;
-    if p.a.post_send(&w).0 != 0 {
-        return Err("post_send of a SEND with invalidate failed");
-    }
-    let sent = wait_wcs(&p.cq_a, 1);
-    let recvd = wait_wcs(&p.cq_b, 1);
+    let (sent, recvd) = p.send_with_inv(&mut rbuf, &src, p.pd.rkey())?;
     if recvd.iter().any(|wc| {
         wc.status == ib_wc_status_IB_WC_SUCCESS
             && wc.wc_flags & ib_wc_flags_IB_WC_WITH_INVALIDATE as i32 != 0
