@@ -141,8 +141,7 @@ if [ -f "$RUN/dmesg" ]; then
 	[ "${#SUITES[@]}" -gt 0 ] || bad "no KUnit suites found in src/"
 
 	step "kernel log"
-	if grep -nE 'WARNING:|BUG:|Oops|general protection|Call Trace:|possible recursive locking|circular locking|UBSAN|KASAN|kernel panic|refcount_t:|rroce.*(leak|leaked)' "$RUN/dmesg" \
-		| head -20 | tee "$RUN/badlog" | grep -q .; then
+	if grep -nE -f tests/klog-bad.re "$RUN/dmesg" | head -20 | tee "$RUN/badlog" | grep -q .; then
 		bad "kernel log has warnings (see $RUN/dmesg)"
 	else
 		ok
@@ -177,7 +176,7 @@ if [ "$RROCE_KASAN" = 0 ]; then
 	else
 		bad "no check results from the force_mr VM run"
 	fi
-	if grep -nE 'WARNING:|BUG:|Oops|general protection|Call Trace:|possible recursive locking|circular locking|UBSAN|KASAN|kernel panic|refcount_t:' "$RUN2/dmesg" 2>/dev/null | head -5 | grep .; then
+	if grep -nE -f tests/klog-bad.re "$RUN2/dmesg" 2>/dev/null | head -5 | grep .; then
 		bad "force_mr run: kernel log has warnings (see $RUN2/dmesg)"
 	fi
 fi

@@ -36,6 +36,25 @@ expect_fail() {
 SLOW=1
 [ "${RROCE_KASAN:-0}" = 1 ] && SLOW=5
 
+# The kernel log's bad lines: one pattern (tests/klog-bad.re) for every
+# check here and on the host. klog_mark NAME writes a marker line into the
+# kernel log; klog_clean NAME CHECK passes CHECK when nothing after the
+# last marker NAME matches (dmesg line counts shift when the buffer wraps,
+# a marker does not).
+KLOG_BAD_RE=tests/klog-bad.re
+klog_mark() { echo "rroce-test: mark $1" >/dev/kmsg; }
+klog_since() {
+	dmesg | awk -v m="rroce-test: mark $1" '
+		substr($0, length($0) - length(m) + 1) == m { n = NR }
+		{ l[NR] = $0 }
+		END { for (i = n + 1; i <= NR; i++) print l[i] }'
+}
+klog_clean() {
+	local bad
+	bad=$(klog_since "$1" | grep -E -f "$KLOG_BAD_RE" | head -3)
+	if [ -z "$bad" ]; then pass "$2"; else fail "$2" "$(echo "$bad" | tr '\n' ' ')"; fi
+}
+
 module_loaded() { grep -q "^$1 " /proc/modules; }
 
 # wait_listen NS: until a TCP listener (a perftest/pingpong server's

@@ -5,7 +5,7 @@
 # sending for as long as the process keeps publishing.
 . tests/vm/lib.sh
 
-before=$(dmesg | grep -c 'Oops\|BUG:')
+klog_mark ud_doorbell
 prog=build/tests/ud_doorbell
 [ -x $prog ] || { fail ud_doorbell.build "$prog missing (make samples)"; exit 0; }
 # A dummy netdev in this namespace (no namespace churn): GID 1 is its
@@ -36,9 +36,5 @@ fi
 check ud_doorbell.usable_after timeout 60 ./build/samples/rroce_rc -a rroce42 -b rroce42 -g 1 -q
 check ud_doorbell.del rdma link del rroce42
 ip link del t42d
-if [ "$(dmesg | grep -c 'Oops\|BUG:')" = "$before" ]; then
-	pass ud_doorbell.kernel_clean
-else
-	fail ud_doorbell.kernel_clean "$(dmesg | grep -m3 -A3 'Oops\|BUG:' | tr '\n' ' ')"
-fi
+klog_clean ud_doorbell ud_doorbell.kernel_clean
 exit 0

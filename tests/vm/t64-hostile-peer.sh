@@ -19,7 +19,7 @@ STATE=$R/hpeer.state
 VOUT=$R/hpeer.victim
 IOUT=$R/hpeer.inject
 GO=$R/hpeer.go
-log_mark=$(dmesg | wc -l)
+klog_mark hostile_peer
 
 netns_setup || { fail hostile_peer.netns "netns setup failed"; exit 0; }
 check hostile_peer.spoof_addresses sh -c \
@@ -73,6 +73,5 @@ rm -f "$GO"
 check hostile_peer.del0 ip netns exec ns0 rdma link del rroce0
 check hostile_peer.del1 ip netns exec ns1 rdma link del rroce1
 netns_teardown
-bad=$(dmesg | tail -n +"$((log_mark + 1))" | grep -E 'BUG:|Oops|WARNING:|KASAN' | head -3)
-if [ -z "$bad" ]; then pass hostile_peer.kernel_log_clean; else fail hostile_peer.kernel_log_clean "$bad"; fi
+klog_clean hostile_peer hostile_peer.kernel_log_clean
 exit 0

@@ -28,7 +28,7 @@ CFG=/sys/kernel/config/nvmet
 FS=/tmp/t66fs
 IMG=$FS/nvmet.img
 HOSTNQN=nqn.2014-08.org.nvmexpress:uuid:5e3b1c2a-6f0d-4c36-9a55-72f1c3e0b066
-log_mark=$(dmesg | wc -l)
+klog_mark $T
 
 command -v nvme >/dev/null && command -v fio >/dev/null ||
 	{ fail $T.tools "nvme-cli or fio missing (scripts/deps.sh installs them)"; exit 0; }
@@ -151,5 +151,4 @@ ip link del t66d
 rm -f $IMG
 umount $FS
 
-bad=$(dmesg | tail -n +"$((log_mark + 1))" | grep -E 'BUG:|Oops|WARNING:|KASAN|refcount_t:|Call Trace' | head -3)
-if [ -z "$bad" ]; then pass $T.kernel_clean; else fail $T.kernel_clean "$bad"; fi
+klog_clean $T $T.kernel_clean

@@ -1,0 +1,1 @@
+WARNING:|BUG:|Oops|general protection|Call Trace:|possible recursive locking|circular locking|UBSAN|KASAN|kernel panic|refcount_t:|soft lockup|hard LOCKUP|rcu.*stall|blocked for more than|rroce.*(leak|leaked)
