@@ -12,7 +12,7 @@ if [ -f "$B/.rroce-built" ]; then
 	exit 0
 fi
 mkdir -p "$B"
-log "building kernel $(rroce_kver) in $B (cold build: about 6-8 minutes on 2 cores)"
+log "building kernel $(rroce_kver) in $B (cold build: about 14 minutes on 2 cores)"
 start=$(date +%s)
 MK=(make -s -C "$SRCDIR" O="$B" -j"$(nproc)" LLVM="$RROCE_LLVM")
 "${MK[@]}" tinyconfig >/dev/null

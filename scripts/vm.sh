@@ -58,6 +58,9 @@ printf '%s\n' "$cmd" >"$RUN/cmd"
 	echo "RROCE_KASAN=$RROCE_KASAN"
 	# A subset of tests/vm/t*.sh for run-all.sh (make check KASAN=1).
 	echo "RROCE_VM_TESTS='${RROCE_VM_TESTS:-}'"
+	# tests/vm/t67-ulps.sh: which ULPs, on which driver (by hand).
+	echo "RROCE_ULPS='${RROCE_ULPS:-}'"
+	echo "RROCE_ULP_DRIVER='${RROCE_ULP_DRIVER:-}'"
 } >"$RUN/env"
 
 accel=(--disable-kvm)
@@ -74,6 +77,9 @@ set +e
 # RROCE_VM_APPEND: more kernel command line (e.g. ib_core.force_mr=1).
 append=()
 [ -z "${RROCE_VM_APPEND:-}" ] || append=(--append "$RROCE_VM_APPEND")
+# RROCE_VM_VERBOSE=1: the guest's console too (an oops that ends the
+# guest before the kernel log is saved shows only there).
+[ "${RROCE_VM_VERBOSE:-0}" = 0 ] || append+=(--verbose)
 timeout -k 20 "$timeout" "$VNG" --run "$B" "${accel[@]}" "${append[@]}" \
 	--cpus "${RROCE_VM_CPUS:-2}" --memory "${RROCE_VM_MEM:-2G}" --user root \
 	--rwdir "$RROCE_ROOT" --rwdir "$RUN" --cwd "$RROCE_ROOT" \
