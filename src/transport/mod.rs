@@ -421,14 +421,10 @@ impl Ctx<'_> {
     /// Retires WQE 0 with `status`.
     fn complete_head(&mut self, status: WcStatus) {
         let op = self.op(0);
-        let signaled = self.qp.sig_all || op.flags & SEND_SIGNALED != 0;
-        if signaled || status != WcStatus::Success {
-            let c = Completion {
-                byte_len: op.len,
-                ..Completion::new(op.wr_id, status, op.wc_opcode(), self.qp.qpn)
-            };
-            self.post_cqe(self.qp.send_cq, &c);
-        }
+        // The slot is freed before the completion is posted, as rxe does:
+        // a process that sees the completion may post again at once, and
+        // with a full queue (perftest's latency tests run one deep) it
+        // would otherwise find no room and fail the post.
         let r = &mut self.inner.req;
         if self.inner.sq.advance_by(1, &self.qp.sq_buf).is_ok() {
             r.fetched -= 1;
@@ -438,6 +434,14 @@ impl Ctx<'_> {
             r.fetched = 0;
             r.cur = 0;
             r.max_cur = 0;
+        }
+        let signaled = self.qp.sig_all || op.flags & SEND_SIGNALED != 0;
+        if signaled || status != WcStatus::Success {
+            let c = Completion {
+                byte_len: op.len,
+                ..Completion::new(op.wr_id, status, op.wc_opcode(), self.qp.qpn)
+            };
+            self.post_cqe(self.qp.send_cq, &c);
         }
     }
 
