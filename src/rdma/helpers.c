@@ -54,6 +54,29 @@ int rroce_helper_port_state(struct net_device *ndev)
 	return ib_get_curr_port_state(ndev);
 }
 
+static ssize_t parent_show(struct device *device, struct device_attribute *attr, char *buf)
+{
+	struct ib_device *ibdev = rdma_device_to_ibdev(device);
+	struct net_device *ndev = ib_device_get_netdev(ibdev, 1);
+	ssize_t n;
+
+	if (!ndev)
+		return -ENODEV;
+	n = sysfs_emit(buf, "%s\n", netdev_name(ndev));
+	dev_put(ndev);
+	return n;
+}
+static DEVICE_ATTR_RO(parent);
+
+static struct attribute *rroce_attrs[] = {
+	&dev_attr_parent.attr,
+	NULL,
+};
+
+const struct attribute_group rroce_helper_attr_group = {
+	.attrs = rroce_attrs,
+};
+
 int rroce_helper_netdev_is_up(struct net_device *ndev)
 {
 	return !!(READ_ONCE(ndev->flags) & IFF_UP);

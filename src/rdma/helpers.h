@@ -115,6 +115,10 @@ int rroce_helper_copy_kernel_nofault(void *buf, unsigned long addr, size_t len, 
 bool rroce_helper_netdev_is_loopback(struct net_device *ndev);
 struct net_device *rroce_helper_vlan_real_dev(struct net_device *ndev);
 
+/* The device's sysfs attributes beyond the core's: `parent`, the netdev's
+ * name, which rxe has and scripts read. */
+extern const struct attribute_group rroce_helper_attr_group;
+
 struct scatterlist;
 /* KUnit only: a one-entry scatterlist over a kernel buffer, DMA-mapped for
  * @dev as a ULP maps what it registers (ib_dma_map_sg), and its unmapping. */

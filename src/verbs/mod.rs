@@ -32,6 +32,7 @@ use kernel::{
 };
 
 use crate::{
+    counters::Counter,
     dev::{limits, RroceDev, RrocePd, RroceUcontext},
     rdma::sys,
 };
@@ -162,6 +163,9 @@ pub(crate) fn device_ops() -> sys::ib_device_ops {
     // `uverbs_no_driver_id_binding` stays 0: librxe binds by driver id.
     ops.query_device = Some(query_device);
     ops.query_port = Some(query_port);
+    ops.modify_device = Some(modify_device);
+    // SAFETY: a static attribute group of the C helpers, never written.
+    ops.device_group = unsafe { &sys::rroce_helper_attr_group };
     ops.get_port_immutable = Some(get_port_immutable);
     ops.get_link_layer = Some(get_link_layer);
     ops.query_pkey = Some(query_pkey);
@@ -237,6 +241,7 @@ unsafe extern "C" fn query_device(
         | sys::ib_device_cap_flags_IB_DEVICE_BAD_QKEY_CNTR
         | sys::ib_device_cap_flags_IB_DEVICE_SYS_IMAGE_GUID
         | sys::ib_device_cap_flags_IB_DEVICE_RC_RNR_NAK_GEN
+        | sys::ib_device_cap_flags_IB_DEVICE_PORT_ACTIVE_EVENT
         | sys::ib_device_cap_flags_IB_DEVICE_MEM_MGT_EXTENSIONS) as u64;
     // `rdma link del` may unregister the device.
     a.kernel_cap_flags = sys::ib_kernel_cap_flags_IBK_ALLOW_USER_UNREG.into();
@@ -290,6 +295,11 @@ unsafe extern "C" fn query_port(
     a.max_vl_num = 1;
     a.lid = 0;
     a.sm_lid = 0;
+    // The counters the device claims (BAD_PKEY_CNTR, BAD_QKEY_CNTR): they
+    // stop at their largest value, as the IBA's do.
+    let sat = |c: Counter| u32::try_from(dev.counters.get(c as usize)).unwrap_or(u32::MAX);
+    a.bad_pkey_cntr = sat(Counter::BadPkey);
+    a.qkey_viol_cntr = sat(Counter::QkeyViolation);
     a.state = sys::ib_port_state_IB_PORT_DOWN;
     a.phys_state = sys::ib_port_phys_state_IB_PORT_PHYS_STATE_DISABLED as u8;
     // SAFETY: `ibdev` is valid; the returned netdev (if any) is referenced.
@@ -312,6 +322,30 @@ unsafe extern "C" fn query_port(
     }
     // SAFETY: `ibdev` is valid and has port 1.
     unsafe { sys::ib_get_eth_speed(ibdev, 1, &mut a.active_speed, &mut a.active_width) }
+}
+
+/// The `modify_device` op: the node description (what
+/// `/sys/class/infiniband/<dev>/node_desc` writes). rroce has one system
+/// image GUID, its node GUID: changing it is not supported.
+///
+/// # Safety
+///
+/// The [ops contract](self).
+unsafe extern "C" fn modify_device(
+    ibdev: *mut sys::ib_device,
+    mask: c_int,
+    attr: *mut sys::ib_device_modify,
+) -> c_int {
+    if mask & !(sys::ib_device_modify_flags_IB_DEVICE_MODIFY_NODE_DESC as c_int) != 0 {
+        return EOPNOTSUPP.to_errno();
+    }
+    if mask & sys::ib_device_modify_flags_IB_DEVICE_MODIFY_NODE_DESC as c_int != 0 {
+        // SAFETY: the ops contract: a live device and attributes. The core
+        // serializes modify_device; readers of `node_desc` (sysfs, the
+        // MAD agent) read it as rxe's do, without a lock.
+        unsafe { (*ibdev).node_desc = (*attr).node_desc };
+    }
+    0
 }
 
 /// The `get_port_immutable` op.

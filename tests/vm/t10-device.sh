@@ -30,6 +30,16 @@ check device.gid_ipv4 gid_has 0000:0000:0000:0000:0000:ffff:c000:0201
 check device.gid_ipv6 gid_has 2001:0db8:0000:0000:0000:0000:0000:0001
 check device.query_gid_verbs sh -c "ibv_devinfo -d rroce0 -v | grep -q 'GID\[.*::ffff:192.0.2.1, RoCE v2'"
 
+# What rxe also exposes: the parent netdev in sysfs, a node description
+# that can be written (modify_device), the port events flag.
+check device.sysfs_parent sh -c "[ \"\$(cat /sys/class/infiniband/rroce0/parent)\" = v0 ]"
+node_desc() {
+	echo "rroce test node" >/sys/class/infiniband/rroce0/node_desc &&
+		[ "$(cat /sys/class/infiniband/rroce0/node_desc)" = "rroce test node" ] &&
+		ibv_devinfo -d rroce0 -v | grep -q 'PORT_ACTIVE_EVENT'
+}
+check device.node_desc_and_port_events node_desc
+
 # Misuse: a second device on the same netdev, a netdev that does not exist.
 expect_fail device.second_add_refused $N0 rdma link add rroce9 type rroce netdev v0
 expect_fail device.missing_netdev_refused $N0 rdma link add rroce9 type rroce netdev nosuchdev
