@@ -23,7 +23,9 @@
 # namespaces joined by veth, an rroce device on each.
 # Userspace comes from Debian (nfs-kernel-server, open-iscsi, ksmbd-tools,
 # cifs-utils; scripts/deps.sh installs them). The guest's root file system
-# is the host's, read-only: each daemon's state directory is a tmpfs here.
+# is the host's: each daemon's state and configuration directory is bound
+# over with a private copy on a tmpfs, so nothing of the host's setup
+# leaks in and nothing the test writes survives the guest.
 . tests/vm/lib.sh
 . tests/demo/netns.sh
 
@@ -43,14 +45,15 @@ check ulp.add rdma link add $D type $DRV netdev t67d
 mkdir -p $W && mount -t tmpfs -o size=400M t67w $W || { fail ulp.tmpfs "no tmpfs"; exit 0; }
 head -c 24M /dev/urandom >$W/pattern
 
-# A private, writable copy of a read-only directory of the host's.
+# A private, writable copy of a directory of the host's.
 private_dir() {
 	local d=$1 tmp
 	tmp=$(mktemp -d $W/priv.XXXX)
 	[ -d "$d" ] && cp -a "$d"/. "$tmp"/
 	mkdir -p "$d" 2>/dev/null
-	mount --bind "$tmp" "$d"
+	mount --bind "$tmp" "$d" && PRIVATE+=("$d")
 }
+PRIVATE=()
 
 # writable DIR: DIR as it is when the guest can write there, else private.
 writable() { touch "$1/.t67" 2>/dev/null && rm -f "$1/.t67" || private_dir "$1"; }
@@ -297,6 +300,7 @@ for u in ${RROCE_ULPS:-nfs rnbd iser smb smc}; do
 done
 
 check ulp.del rdma link del $D
-umount $W 2>/dev/null
+for d in "${PRIVATE[@]}"; do umount "$d"; done
+umount $W
 ip link del t67d
 klog_clean ulps ulp.kernel_clean
