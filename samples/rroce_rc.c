@@ -7,14 +7,16 @@
  * completion status, what the transport promises: SEND (with immediate)
  * at sizes around the path MTU up to 1 MiB, inline data, RDMA WRITE (with
  * immediate), RDMA READ, CmpSwap and FetchAdd, unsignaled requests,
- * completions in posting order, completion channel events, and the
+ * completions in posting order, a send queue one WQE deep posted again
+ * the moment a completion is seen, completion channel events, and the
  * errors: RNR retries exhausted, remote access error, receive length
  * error, each followed by the flush of what was queued behind it, and
  * only on the QP that failed when the CQ is shared.
  *
  *   rroce_rc -a DEV -b DEV [-g GID_INDEX] [-q]
  *
- * -q runs only the data tests (for runs under packet loss). Prints one
+ * -q runs only the data tests (for runs under packet loss), the one-deep
+ * queue with fewer WRITEs. Prints one
  * "ok"/"FAIL" line per check and exits 0 only if all passed.
  */
 #include <arpa/inet.h>
@@ -400,6 +402,60 @@ static void test_channel(void)
 	CHECK(poll(&pfd, 1, 300) == 0, "no event without a new arm (one callback per arm)");
 }
 
+/*
+ * A send queue one WQE deep, as perftest's latency tests run it: each
+ * WRITE is posted the moment the previous one's completion is seen. A
+ * completion the process can see must mean its slot is free; a completer
+ * that posts the completion before it advances the queue makes some of
+ * these posts fail with ENOMEM.
+ */
+static void test_depth_one(int n)
+{
+	struct ibv_cq *cq = ibv_create_cq(A.ctx, 4, NULL, NULL, 0);
+	struct ibv_qp_init_attr ia = {
+		.send_cq = cq, .recv_cq = cq,
+		.cap = { .max_send_wr = 1, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1 },
+		.qp_type = IBV_QPT_RC,
+	};
+	struct ibv_qp *qa = cq ? ibv_create_qp(A.pd, &ia) : NULL, *qb = qp_create(&B, NULL);
+	int posted = 0, done = 0, refused = 0, bad = 0;
+
+	if (!qa || !qb || qp_connect(qa, &A, &B, qb, 7, 7) || qp_connect(qb, &B, &A, qa, 7, 7)) {
+		CHECK(0, "depth 1: create and connect");
+		goto out;
+	}
+	for (int i = 0; i < n; i++) {
+		struct ibv_wc wc;
+		double end = now() + 20;
+		int r;
+
+		if (post_send(&A, qa, i, IBV_WR_RDMA_WRITE, 0, 8, IBV_SEND_SIGNALED,
+			      (uintptr_t)B.buf + 64, B.mr->rkey)) {
+			refused++;
+			break;
+		}
+		posted++;
+		/* Busy: the next post follows the completion as fast as it can. */
+		while ((r = ibv_poll_cq(cq, 1, &wc)) == 0 && now() < end)
+			;
+		if (r != 1)
+			break;
+		if (wc.status != IBV_WC_SUCCESS || wc.wr_id != (uint64_t)i)
+			bad++;
+		done++;
+	}
+	CHECK(!refused && posted == n && done == n && !bad,
+	      "send queue 1 deep: %d WRITEs posted the moment the last completed (%d done, "
+	      "%d refused, %d bad)", n, done, refused, bad);
+out:
+	if (qa)
+		ibv_destroy_qp(qa);
+	if (qb)
+		ibv_destroy_qp(qb);
+	if (cq)
+		ibv_destroy_cq(cq);
+}
+
 static int fresh_pair(struct ibv_qp **qa, struct ibv_qp **qb, int rnr_retry, struct ibv_cq *scq)
 {
 	*qa = qp_create(&A, scq);
@@ -521,6 +577,8 @@ int main(int argc, char **argv)
 	test_inline();
 	test_write_read();
 	test_atomics();
+	/* Fewer under loss (-q): each lost packet costs a retransmission timeout. */
+	test_depth_one(quick ? 300 : 3000);
 	if (!quick) {
 		test_order_unsignaled();
 		test_channel();
