@@ -58,6 +58,23 @@ PRIVATE=()
 # writable DIR: DIR as it is when the guest can write there, else private.
 writable() { touch "$1/.t67" 2>/dev/null && rm -f "$1/.t67" || private_dir "$1"; }
 
+# file_check MNT DIR: the pattern written through the mount MNT lands in
+# the server's directory DIR and reads back through MNT (after the page
+# cache is dropped, so from the server).
+file_check() {
+	timeout 120 cp $W/pattern $1/data && sync && echo 3 >/proc/sys/vm/drop_caches &&
+		cmp $W/pattern $2/data && timeout 120 cmp $W/pattern $1/data
+}
+
+# block_check DEV BACKING: the pattern written to the block device DEV
+# with direct I/O lands on the target's BACKING and reads back from DEV.
+block_check() {
+	timeout 120 dd if=$W/pattern of=$1 bs=1M oflag=direct status=none && sync &&
+		timeout 120 cmp -n 25165824 $W/pattern $2 &&
+		timeout 120 dd if=$1 of=$W/back bs=1M count=24 iflag=direct status=none &&
+		cmp $W/pattern $W/back
+}
+
 # rc_qps: the RC QPs on the device (the ULP's: nothing else runs here).
 rc_qps() { rdma resource show qp link $D/1 2>/dev/null | grep -c 'type RC'; }
 
@@ -80,8 +97,7 @@ nfs() {
 	grep " $mnt " /proc/mounts
 	grep -q "vers=4.2,.*proto=rdma" /proc/mounts || { echo "not NFSv4.2 over rdma"; return 1; }
 	echo "RC QPs: $(rc_qps)"
-	timeout 120 cp $W/pattern $mnt/data && sync && echo 3 >/proc/sys/vm/drop_caches &&
-		cmp $W/pattern $exp/data && timeout 120 cmp $W/pattern $mnt/data || return 1
+	file_check $mnt $exp
 }
 nfs_down() {
 	umount $W/nfsmnt 2>/dev/null
@@ -107,10 +123,7 @@ rnbd() {
 	done
 	[ -n "$d" ] || { echo "no rnbd block device"; return 1; }
 	echo "mapped /dev/$d; RC QPs: $(rc_qps)"
-	timeout 120 dd if=$W/pattern of=/dev/$d bs=1M oflag=direct status=none &&
-		timeout 120 cmp -n 25165824 $W/pattern /dev/nullb0 &&
-		timeout 120 dd if=/dev/$d of=$W/rnbd.back bs=1M count=24 iflag=direct status=none &&
-		cmp $W/pattern $W/rnbd.back || return 1
+	block_check /dev/$d /dev/nullb0
 }
 rnbd_down() {
 	for u in /sys/block/rnbd*/rnbd/unmap_device; do
@@ -199,10 +212,7 @@ iser() {
 	iscsiadm -m session -P 1 | grep -E 'Iface Transport|Target:'
 	iscsiadm -m session -P 1 | grep -q 'Iface Transport: iser' || { echo "session not over iser"; return 1; }
 	echo "disk /dev/$d; RC QPs: $(rc_qps)"
-	timeout 120 dd if=$W/pattern of=/dev/$d bs=1M oflag=direct status=none && sync &&
-		timeout 120 cmp -n 25165824 $W/pattern $W/iscsi.img &&
-		timeout 120 dd if=/dev/$d of=$W/iser.back bs=1M count=24 iflag=direct status=none &&
-		cmp $W/pattern $W/iser.back || return 1
+	block_check /dev/$d $W/iscsi.img
 }
 iser_down() {
 	local tpg=$T/iscsi/$IQN/tpgt_1
@@ -248,8 +258,7 @@ EOF
 	grep " $mnt " /proc/mounts
 	grep -q 'rdma' /proc/mounts || { echo "not mounted over rdma"; return 1; }
 	echo "RC QPs: $(rc_qps)"
-	timeout 120 cp $W/pattern $mnt/data && sync && echo 3 >/proc/sys/vm/drop_caches &&
-		cmp $W/pattern $share/data && timeout 120 cmp $W/pattern $mnt/data || return 1
+	file_check $mnt $share
 }
 smb_down() {
 	umount $W/smbmnt 2>/dev/null
