@@ -328,6 +328,63 @@ static void test_atomics(void)
 	      g ? ibv_wc_status_str(ws.status) : "no completion");
 }
 
+/*
+ * ATOMIC WRITE (IBA 1.5) through the extended post API: the 8 bytes land
+ * as one word and complete as IBV_WC_ATOMIC_WRITE; a misaligned target
+ * is the responder's invalid request.
+ */
+static void test_atomic_write(void)
+{
+	struct ibv_qp_init_attr_ex ia = {
+		.send_cq = A.scq, .recv_cq = A.rcq,
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 },
+		.qp_type = IBV_QPT_RC,
+		.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+		.pd = A.pd,
+		.send_ops_flags = IBV_QP_EX_WITH_ATOMIC_WRITE,
+	};
+	uint64_t *target = (uint64_t *)(B.buf + 8192);
+	const uint64_t word = 0x1122334455667788ull;
+	struct ibv_qp *qa = ibv_create_qp_ex(A.ctx, &ia), *qb = qp_create(&B, NULL);
+	struct ibv_qp_ex *qx = qa ? ibv_qp_to_qp_ex(qa) : NULL;
+	struct ibv_wc wc;
+	int g;
+
+	if (!qx || !qb || qp_connect(qa, &A, &B, qb, 7, 7) || qp_connect(qb, &B, &A, qa, 7, 7)) {
+		CHECK(0, "ATOMIC WRITE: create and connect an extended QP");
+		goto out;
+	}
+	*target = 0;
+	for (int i = 0; i < 2; i++) {
+		ibv_wr_start(qx);
+		qx->wr_id = 40 + i;
+		qx->wr_flags = IBV_SEND_SIGNALED;
+		/* The second one is 4 bytes off a word boundary. */
+		ibv_wr_atomic_write(qx, B.mr->rkey, (uintptr_t)target + 4 * i, &word);
+		if (ibv_wr_complete(qx)) {
+			CHECK(0, "ATOMIC WRITE: post");
+			goto out;
+		}
+		g = poll_n(A.scq, &wc, 1);
+		if (i == 0)
+			CHECK(g == 1 && wc.status == IBV_WC_SUCCESS &&
+				      wc.opcode == IBV_WC_ATOMIC_WRITE && wc.wr_id == 40 &&
+				      *target == word,
+			      "ATOMIC WRITE: the word lands (%#llx, %s)",
+			      (unsigned long long)*target,
+			      g ? ibv_wc_status_str(wc.status) : "no completion");
+		else
+			CHECK(g == 1 && wc.status == IBV_WC_REM_INV_REQ_ERR && *target == word,
+			      "ATOMIC WRITE: a misaligned target is an invalid request (%s)",
+			      g ? ibv_wc_status_str(wc.status) : "no completion");
+	}
+out:
+	if (qa)
+		ibv_destroy_qp(qa);
+	if (qb)
+		ibv_destroy_qp(qb);
+}
+
 /* Mixed requests, only some signaled: completions in posting order. */
 static void test_order_unsignaled(void)
 {
@@ -577,6 +634,7 @@ int main(int argc, char **argv)
 	test_inline();
 	test_write_read();
 	test_atomics();
+	test_atomic_write();
 	/* Fewer under loss (-q): each lost packet costs a retransmission timeout. */
 	test_depth_one(quick ? 300 : 3000);
 	if (!quick) {

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 """Check every RoCEv2 packet of a capture (pcap, Ethernet link type): its
 ICRC recomputed from the packet (IPv4 and IPv6, variant fields masked as the
-RoCEv2 annex says), and its BTH opcode one of the IBTA RC/UD opcodes.
+RoCEv2 annex says), and its BTH opcode one of the IBTA RC/UC/UD opcodes rroce and rdma_rxe send.
 Prints a summary per opcode; exits 1 on any bad packet or an empty capture.
 
   pcap-check.py CAPTURE.pcap
@@ -20,7 +20,8 @@ spec = importlib.util.spec_from_file_location("p2v", os.path.join(HERE, "pcap-to
 p2v = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(p2v)
 
-KNOWN = set(range(0x00, 0x15)) | {0x16, 0x17} | {0x64, 0x65}
+# RC (with ATOMIC WRITE, 0x1d), UC, UD.
+KNOWN = set(range(0x00, 0x15)) | {0x16, 0x17, 0x1d} | set(range(0x20, 0x2c)) | {0x64, 0x65}
 
 
 def icrc_ok(ip, ver, udp_off):

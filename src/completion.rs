@@ -75,6 +75,8 @@ pub(crate) enum WcOpcode {
     LocalInv,
     /// A REG_MR completed (kernel consumers only).
     RegMr,
+    /// An ATOMIC WRITE completed.
+    AtomicWrite,
     /// A receive WQE took a SEND or a datagram.
     Recv,
     /// A receive WQE took an RDMA WRITE with immediate.
@@ -92,6 +94,7 @@ impl WcOpcode {
             Self::FetchAdd => abi::WC_FETCH_ADD,
             Self::LocalInv => abi::WC_LOCAL_INV,
             Self::RegMr => sys::ib_wc_opcode_IB_WC_REG_MR,
+            Self::AtomicWrite => abi::WC_ATOMIC_WRITE,
             Self::Recv => abi::WC_RECV,
             Self::RecvRdmaWithImm => abi::WC_RECV_RDMA_WITH_IMM,
         }
@@ -117,6 +120,7 @@ const _: () = {
     assert!(abi::WC_COMP_SWAP == sys::ib_wc_opcode_IB_WC_COMP_SWAP);
     assert!(abi::WC_FETCH_ADD == sys::ib_wc_opcode_IB_WC_FETCH_ADD);
     assert!(abi::WC_LOCAL_INV == sys::ib_wc_opcode_IB_WC_LOCAL_INV);
+    assert!(abi::WC_ATOMIC_WRITE == sys::ib_wc_opcode_IB_WC_ATOMIC_WRITE);
     assert!(abi::WC_RECV == sys::ib_wc_opcode_IB_WC_RECV);
     assert!(abi::WC_RECV_RDMA_WITH_IMM == sys::ib_wc_opcode_IB_WC_RECV_RDMA_WITH_IMM);
 };

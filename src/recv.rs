@@ -159,7 +159,7 @@ const PORT_PKEY: u16 = wire::DEFAULT_PKEY;
 /// transport's business, checked under the QP lock; a QP being destroyed
 /// takes none, see `QpState::deliver`.)
 fn check_type_keys(qp: &QpState, pkt: &wire::Packet<'_>) -> Result<(), Counter> {
-    if !checks::opcode_fits_qp(pkt.info().transport, qp.is_ud()) {
+    if !checks::opcode_fits_qp(pkt.info().transport, qp.service()) {
         return Err(Counter::BadOpcode);
     }
     if !checks::pkey_matches(pkt.bth().pkey, PORT_PKEY) {

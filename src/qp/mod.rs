@@ -58,7 +58,10 @@ use kernel::{
 
 use crate::{
     dev::{limits, RroceDev},
-    engine::ring::{offset, Consumer, Layout, Producer},
+    engine::{
+        ring::{offset, Consumer, Layout, Producer},
+        wire::Transport,
+    },
     rdma::{mmap::QueueBuf, sys},
     transport::{self, Ctx, QpAttrs, QpFixed, Req, Resp, RespQueue, SendOp, TransportState},
 };
@@ -178,7 +181,10 @@ pub(crate) fn check_user_create(
 /// Checks the create attributes (the caps are rroce's limits).
 fn check_init(init: &sys::ib_qp_init_attr) -> Result {
     match init.qp_type {
-        sys::ib_qp_type_IB_QPT_RC | sys::ib_qp_type_IB_QPT_UD | sys::ib_qp_type_IB_QPT_GSI => {}
+        sys::ib_qp_type_IB_QPT_RC
+        | sys::ib_qp_type_IB_QPT_UC
+        | sys::ib_qp_type_IB_QPT_UD
+        | sys::ib_qp_type_IB_QPT_GSI => {}
         _ => return Err(EOPNOTSUPP),
     }
     if init.create_flags != 0 || !init.srq.is_null() || !init.xrcd.is_null() {
@@ -403,6 +409,7 @@ fn new_state(
             sig_all,
             ibqp,
             kernel,
+            uc: *qp_type == sys::ib_qp_type_IB_QPT_UC,
             sq_buf: r.sq_buf,
             rq_buf: Some(r.rq_buf),
             sq_elem,
@@ -542,6 +549,16 @@ impl QpState {
     /// A datagram QP: UD, or the GSI QP (UD to the MAD layer's peers).
     pub(crate) fn is_ud(&self) -> bool {
         self.qp_type == sys::ib_qp_type_IB_QPT_UD || self.qp_type == sys::ib_qp_type_IB_QPT_GSI
+    }
+
+    /// The transport service whose opcodes the QP takes: RC, UC, or UD
+    /// (UD and GSI QPs).
+    pub(crate) fn service(&self) -> Transport {
+        match self.qp_type {
+            sys::ib_qp_type_IB_QPT_RC => Transport::Rc,
+            sys::ib_qp_type_IB_QPT_UC => Transport::Uc,
+            _ => Transport::Ud,
+        }
     }
 
     /// The QP's device.

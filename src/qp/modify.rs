@@ -207,10 +207,10 @@ impl QpState {
         Ok(())
     }
 
-    /// What a QP entering RTR with `attrs` sends with; an RC QP needs an
-    /// address vector.
+    /// What a QP entering RTR with `attrs` sends with; a connected (RC or
+    /// UC) QP needs an address vector.
     fn rtr_params(&self, attrs: &QpAttrs) -> Result<RtrParams> {
-        if self.qp_type == sys::ib_qp_type_IB_QPT_RC && attrs.av.is_none() {
+        if !self.is_ud() && attrs.av.is_none() {
             return Err(EINVAL);
         }
         let dev_mtu = self.dev().active_mtu();

@@ -68,7 +68,7 @@ impl Ctx<'_> {
     /// Marks WQEs acknowledged up to and including `psn` (SEND/WRITE; a
     /// READ or atomic acknowledged implicitly before its response means the
     /// response was lost: go back to it).
-    fn ack_through(&mut self, psn: Psn) {
+    pub(super) fn ack_through(&mut self, psn: Psn) {
         // The acknowledgement cannot move `una` past READ/atomic responses
         // that have not arrived.
         let mut next = psn.next();
@@ -265,6 +265,16 @@ impl Ctx<'_> {
             self.dev.counters.inc(Counter::UnexpectedResp);
             return;
         };
+        if op.opcode == abi::WR_ATOMIC_WRITE {
+            // Its response is an empty READ RESPONSE ONLY.
+            if pkt.info().position != Position::Only || !pkt.payload().is_empty() {
+                return self.fail_head(WcStatus::BadRespErr);
+            }
+            op.rd_pkts = 1;
+            op.done = true;
+            self.set_op(k, op);
+            return self.ack_through_done(psn);
+        }
         if op.opcode != abi::WR_RDMA_READ {
             return self.fail_head(WcStatus::BadRespErr);
         }

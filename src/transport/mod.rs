@@ -103,10 +103,16 @@ pub(crate) struct SendOp {
 }
 
 impl SendOp {
+    /// A READ, an atomic or an ATOMIC WRITE: answered by a response (an
+    /// ATOMIC WRITE by an empty READ response, IBA 1.5 9.4.6), counted
+    /// against `max_rd_atomic`, and done only when its response arrives.
     fn is_read_or_atomic(&self) -> bool {
         matches!(
             self.opcode,
-            abi::WR_RDMA_READ | abi::WR_ATOMIC_CMP_AND_SWP | abi::WR_ATOMIC_FETCH_AND_ADD
+            abi::WR_RDMA_READ
+                | abi::WR_ATOMIC_CMP_AND_SWP
+                | abi::WR_ATOMIC_FETCH_AND_ADD
+                | abi::WR_ATOMIC_WRITE
         )
     }
 
@@ -128,6 +134,7 @@ impl SendOp {
             abi::WR_ATOMIC_FETCH_AND_ADD => WcOpcode::FetchAdd,
             abi::WR_LOCAL_INV => WcOpcode::LocalInv,
             WR_REG_MR => WcOpcode::RegMr,
+            abi::WR_ATOMIC_WRITE => WcOpcode::AtomicWrite,
             _ => WcOpcode::Send,
         }
     }
@@ -253,6 +260,9 @@ pub(crate) struct Resp {
     msn: u32,
     /// A PSN sequence NAK was sent for the current gap.
     nak_sent: bool,
+    /// UC: a packet of the current message was lost; the rest of it is
+    /// dropped until a first or only packet starts the next.
+    uc_drop: bool,
     recv: RecvCtx,
     write: WriteCtx,
     /// The READ/atomic requests remembered for duplicates (their slots are

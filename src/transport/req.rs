@@ -117,9 +117,20 @@ impl Ctx<'_> {
                 | abi::WR_RDMA_READ
                 | abi::WR_ATOMIC_CMP_AND_SWP
                 | abi::WR_ATOMIC_FETCH_AND_ADD
+                | abi::WR_ATOMIC_WRITE
                 | abi::WR_LOCAL_INV
         ) || (op.opcode == WR_REG_MR && self.qp.kernel);
-        if !supported {
+        // UC carries SENDs and WRITEs only (IBA 9.8.3).
+        let uc_ok = !self.qp.uc
+            || op.is_local()
+            || matches!(
+                op.opcode,
+                abi::WR_SEND
+                    | abi::WR_SEND_WITH_IMM
+                    | abi::WR_RDMA_WRITE
+                    | abi::WR_RDMA_WRITE_WITH_IMM
+            );
+        if !supported || !uc_ok {
             op.invalid = Some(WcStatus::LocQpOpErr);
             return op;
         }
@@ -140,6 +151,21 @@ impl Ctx<'_> {
                 let r = w.wr.wr.rdma();
                 op.remote_addr = r.remote_addr;
                 op.rkey = r.rkey;
+            }
+            abi::WR_ATOMIC_WRITE => {
+                // The provider puts the 8 bytes to write where inline data
+                // goes (`dma.atomic_wr`); the kernel takes exactly 8 bytes
+                // from there, whatever the length, SGE count and inline
+                // flag say.
+                let r = w.wr.wr.rdma();
+                op.remote_addr = r.remote_addr;
+                op.rkey = r.rkey;
+                if abi::SendWqe::payload(elem, ATOMIC_WRITE_LEN as usize).is_none() {
+                    op.invalid = Some(WcStatus::LocLenErr);
+                }
+                op.inline = true;
+                op.len = ATOMIC_WRITE_LEN;
+                return op;
             }
             abi::WR_ATOMIC_CMP_AND_SWP | abi::WR_ATOMIC_FETCH_AND_ADD => {
                 let a = w.wr.wr.atomic();
@@ -336,7 +362,12 @@ impl Ctx<'_> {
         }
         let n = (op.len - off).min(mtu);
         let last = off + n >= op.len;
-        let opcode = data_opcode(op.opcode, first, last);
+        let mut opcode = data_opcode(op.opcode, first, last);
+        if self.qp.uc {
+            // The UC opcode of a SEND or WRITE packet is its RC opcode in
+            // the UC range (0x20 up).
+            opcode = Opcode::from_u8(opcode.code() | 0x20).unwrap_or(opcode);
+        }
         let mut h = Headers::new(self.bth(opcode, psn));
         let info = opcode.info();
         if info.has(wire::Ext::Reth) {
@@ -358,7 +389,7 @@ impl Ctx<'_> {
             h.bth.solicited = op.flags & SEND_SOLICITED != 0;
         }
         self.inner.req.noack += 1;
-        if self.inner.req.window.ack_req(last, self.inner.req.noack) {
+        if !self.qp.uc && self.inner.req.window.ack_req(last, self.inner.req.noack) {
             h.bth.ack_req = true;
         }
         let elem_k = k;
@@ -389,6 +420,11 @@ impl Ctx<'_> {
                 }
                 self.inner.req.cur_off += n;
                 self.inner.req.advance(1, last);
+                if self.qp.uc {
+                    // Nothing is acknowledged: a packet sent is done with,
+                    // and a WQE completes once its last packet is queued.
+                    self.ack_through(Psn::new(psn));
+                }
                 Ok(true)
             }
             Ok(false) => Ok(false),
@@ -484,9 +520,15 @@ impl Ctx<'_> {
     }
 }
 
-/// The opcode of a SEND or WRITE packet of WR opcode `wr`: the first
-/// and/or last of its message.
+/// The payload of an ATOMIC WRITE: one naturally aligned 64-bit word.
+const ATOMIC_WRITE_LEN: u32 = 8;
+
+/// The opcode of a SEND, WRITE or ATOMIC WRITE packet of WR opcode `wr`:
+/// the first and/or last of its message.
 fn data_opcode(wr: u32, first: bool, last: bool) -> Opcode {
+    if wr == abi::WR_ATOMIC_WRITE {
+        return Opcode::RcAtomicWrite;
+    }
     let is_write = matches!(wr, abi::WR_RDMA_WRITE | abi::WR_RDMA_WRITE_WITH_IMM);
     match (is_write, first, last, wr) {
         (false, true, true, abi::WR_SEND_WITH_IMM) => Opcode::RcSendOnlyImm,

@@ -16,7 +16,7 @@ use crate::{
         psn::Psn,
         rc::{
             checks,
-            responder::{self, Duplicate, RdEntry, RdKind, RequestClass},
+            responder::{self, Duplicate, RdEntry, RdKind, RequestClass, UcRequest},
         },
         wire::{self, Aeth, AtomicAckEth, Headers, NakCode, OpKind, Opcode, Position, Syndrome},
     },
@@ -166,11 +166,17 @@ impl<'a> Ctx<'a> {
     /// QP's `min_rnr_timer`.
     fn rnr_nak(&mut self, psn: u32) {
         self.dev.counters.inc(Counter::SendRnrErr);
+        if self.qp.uc {
+            // UC cannot ask for the message again: it is lost.
+            return self.drop_message();
+        }
         let timer = self.inner.attrs.min_rnr_timer;
         self.send_ack(Syndrome::RnrNak { timer }, psn);
     }
 
-    /// A class C/D error: NAK, then the QP goes to the error state.
+    /// A class C/D error: NAK, then the QP goes to the error state. UC
+    /// has no NAKs: the message is dropped instead (as rxe), and the QP
+    /// stays as it is.
     fn resp_fatal(&mut self, code: NakCode, psn: u32) {
         pr_debug!(
             "qp {}: responder error {:?} at psn {:#x}\n",
@@ -178,6 +184,9 @@ impl<'a> Ctx<'a> {
             code,
             psn
         );
+        if self.qp.uc {
+            return self.drop_message();
+        }
         match code {
             NakCode::InvalidRequest => self.dev.counters.inc(Counter::SentNakInvReq),
             NakCode::RemoteAccessError => self.dev.counters.inc(Counter::SentNakRemAccess),
@@ -210,6 +219,24 @@ impl<'a> Ctx<'a> {
         }
         let psn = pkt.psn();
         let epsn = Psn::new(self.inner.resp.epsn);
+        if self.qp.uc {
+            let starts = pkt.info().position.is_start();
+            match responder::uc_request(psn, epsn, self.inner.resp.uc_drop, starts) {
+                UcRequest::Take => {}
+                UcRequest::Resync => {
+                    // The message in progress (if any) lost packets; its
+                    // receive WQE stays on the ring for this one.
+                    self.dev.counters.inc(Counter::OutOfSeqRequest);
+                    self.abandon_message();
+                    self.inner.resp.epsn = psn.get();
+                }
+                UcRequest::Drop => {
+                    self.dev.counters.inc(Counter::OutOfSeqRequest);
+                    return self.drop_message();
+                }
+            }
+            return self.on_new_request(pkt);
+        }
         match responder::classify_request(psn, epsn, self.inner.resp.nak_sent) {
             RequestClass::New => {}
             RequestClass::Duplicate => {
@@ -225,6 +252,28 @@ impl<'a> Ctx<'a> {
                 return;
             }
         }
+        self.on_new_request(pkt)
+    }
+
+    /// A UC message in progress is given up: its receive WQE (not yet
+    /// consumed) waits for the next message, a WRITE's data stays where
+    /// it landed.
+    fn abandon_message(&mut self) {
+        self.inner.resp.recv.active = false;
+        self.inner.resp.write.active = false;
+        self.inner.resp.uc_drop = false;
+    }
+
+    /// UC: the rest of the current message is dropped, up to the next
+    /// first or only packet.
+    fn drop_message(&mut self) {
+        self.abandon_message();
+        self.inner.resp.uc_drop = true;
+    }
+
+    /// The request at the expected PSN.
+    fn on_new_request(&mut self, pkt: &wire::Packet<'_>) {
+        let psn = pkt.psn();
         let info = pkt.info();
         // Opcode sequence: a message in progress continues, else a new one
         // starts.
@@ -245,6 +294,7 @@ impl<'a> Ctx<'a> {
             OpKind::RdmaWrite => self.on_write(pkt),
             OpKind::RdmaReadRequest => self.on_read_request(pkt),
             OpKind::CompareSwap | OpKind::FetchAdd => self.on_atomic(pkt),
+            OpKind::AtomicWrite => self.on_atomic_write(pkt),
             _ => self.resp_fatal(NakCode::InvalidRequest, psn.get()),
         }
     }
@@ -252,7 +302,7 @@ impl<'a> Ctx<'a> {
     /// The packet at `epsn` was processed.
     fn resp_next(&mut self, pkt: &wire::Packet<'_>, end_of_message: bool) {
         self.inner.resp.accept(pkt.psn().next(), end_of_message);
-        if pkt.bth().ack_req {
+        if pkt.bth().ack_req && !self.qp.uc {
             self.send_ack(
                 Syndrome::Ack {
                     credits: Syndrome::CREDITS_INVALID,
@@ -360,6 +410,11 @@ impl<'a> Ctx<'a> {
                 ..Completion::new(r.wr_id, status, WcOpcode::Recv, self.qp.qpn)
             };
             self.complete_recv(c, false);
+            if self.qp.uc {
+                // A receive WQE completed in error: the QP goes to the
+                // error state (no NAK on UC).
+                return self.enter_error();
+            }
             let code = if status == WcStatus::LocLenErr {
                 NakCode::InvalidRequest
             } else {
@@ -576,7 +631,13 @@ impl<'a> Ctx<'a> {
         };
         let (cap, mtu) = (self.rd_cap(), self.mtu());
         let slots = &self.inner.resp_q.rd;
-        let req = (reth.rkey, reth.va, reth.len);
+        // An ATOMIC WRITE was remembered as an empty READ.
+        let len = if pkt.info().kind == OpKind::AtomicWrite {
+            0
+        } else {
+            reth.len
+        };
+        let req = (reth.rkey, reth.va, len);
         let Some(r) = self
             .inner
             .resp
@@ -655,6 +716,64 @@ impl<'a> Ctx<'a> {
         });
         self.inner.resp.accept(psn.next(), true);
         self.queue_atomic_ack(psn.get(), old);
+    }
+
+    /// A new ATOMIC WRITE (IBA 1.5 9.4.6): one naturally aligned 64-bit
+    /// word written as a whole, answered (like a READ, and as rxe) by an
+    /// empty READ RESPONSE ONLY. It is remembered as a zero-length READ,
+    /// so a duplicate gets that response again and is never written twice.
+    fn on_atomic_write(&mut self, pkt: &wire::Packet<'_>) {
+        let psn = pkt.psn();
+        // The opcode table admits exactly 8 bytes of payload.
+        let (Some(reth), Ok(word)) = (pkt.headers().reth, <[u8; 8]>::try_from(pkt.payload()))
+        else {
+            return self.resp_fatal(NakCode::InvalidRequest, psn.get());
+        };
+        let mtu = self.mtu();
+        if reth.len != 8 || reth.va % 8 != 0 || mtu == 0 || !self.admit_rd_atomic() {
+            return self.resp_fatal(NakCode::InvalidRequest, psn.get());
+        }
+        let Some(mr) = self.remote_mr(
+            reth.rkey,
+            reth.va,
+            8,
+            sys::ib_access_flags_IB_ACCESS_REMOTE_WRITE,
+        ) else {
+            return self.resp_fatal(NakCode::RemoteAccessError, psn.get());
+        };
+        // Under the atomics' lock: an atomic on the same word never sees
+        // half of it.
+        let guard = ATOMIC_LOCK.lock();
+        let written = mr.write(reth.va, &word);
+        drop(guard);
+        if written.is_err() {
+            return self.resp_fatal(NakCode::RemoteAccessError, psn.get());
+        }
+        self.inner.resp.accept(psn.next(), true);
+        self.remember(RdEntry {
+            kind: RdKind::Read,
+            psn: psn.get(),
+            npkts: 1,
+            rkey: reth.rkey,
+            va: reth.va,
+            len: 0,
+            mtu,
+            orig: 0,
+        });
+        let item = ReadItem {
+            va: reth.va,
+            rkey: reth.rkey,
+            len: 0,
+            psn: psn.get(),
+            npkts: 1,
+            next: 0,
+            msn: self.inner.resp.msn,
+            mtu,
+            replay: false,
+        };
+        if self.inner.resp_q.push(RespItem::Read(item)) {
+            self.pump_responses(RESP_BURST);
+        }
     }
 
     /// A duplicate atomic: its remembered original value is sent again;

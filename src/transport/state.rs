@@ -72,6 +72,9 @@ pub(crate) struct QpFixed {
     /// requests come through `post_send`/`post_recv`, and its SGEs may use
     /// the PD's DMA MR.
     pub(crate) kernel: bool,
+    /// A UC QP: nothing is acknowledged or resent; a message the
+    /// responder cannot take whole is dropped.
+    pub(crate) uc: bool,
     pub(crate) sq_buf: QueueBuf,
     pub(crate) rq_buf: Option<QueueBuf>,
     pub(crate) sq_elem: usize,

@@ -242,7 +242,8 @@ unsafe extern "C" fn query_device(
         | sys::ib_device_cap_flags_IB_DEVICE_SYS_IMAGE_GUID
         | sys::ib_device_cap_flags_IB_DEVICE_RC_RNR_NAK_GEN
         | sys::ib_device_cap_flags_IB_DEVICE_PORT_ACTIVE_EVENT
-        | sys::ib_device_cap_flags_IB_DEVICE_MEM_MGT_EXTENSIONS) as u64;
+        | sys::ib_device_cap_flags_IB_DEVICE_MEM_MGT_EXTENSIONS
+        | sys::ib_device_cap_flags_IB_DEVICE_ATOMIC_WRITE) as u64;
     // `rdma link del` may unregister the device.
     a.kernel_cap_flags = sys::ib_kernel_cap_flags_IBK_ALLOW_USER_UNREG.into();
     a.max_send_sge = limits::MAX_SEND_SGE;

@@ -20,10 +20,12 @@ check rc.sample_loopback_ipv4 sample -a rroce0 -b rroce0 -g 1 -q
 check rc.sample_loopback_ipv6 sample -a rroce1 -b rroce1 -g 2 -q
 
 # ibv_rc_pingpong validates the buffers (--chk); sizes beyond the MTU.
+# PINGPONG=ibv_uc_pingpong: the same over UC.
 pingpong() {
-	ip netns exec ns0 timeout 60 ibv_rc_pingpong -d rroce0 -g "$1" -s "$2" -n 50 -c >/tmp/pp.srv 2>&1 &
+	local prog=${PINGPONG:-ibv_rc_pingpong}
+	ip netns exec ns0 timeout 60 "$prog" -d rroce0 -g "$1" -s "$2" -n 50 -c >/tmp/pp.srv 2>&1 &
 	wait_listen ns0
-	ip netns exec ns1 timeout 60 ibv_rc_pingpong -d rroce1 -g "$1" -s "$2" -n 50 -c 192.0.2.1 >/tmp/pp.cli 2>&1
+	ip netns exec ns1 timeout 60 "$prog" -d rroce1 -g "$1" -s "$2" -n 50 -c 192.0.2.1 >/tmp/pp.cli 2>&1
 	local rc=$?
 	wait $! || rc=1
 	grep -q "bytes in" /tmp/pp.cli || rc=1
@@ -32,6 +34,9 @@ pingpong() {
 }
 check rc.pingpong_4k pingpong 1 4096
 check rc.pingpong_100k pingpong 2 100000
+# UC: SENDs of several packets, nothing acknowledged (no loss here).
+PINGPONG=ibv_uc_pingpong check uc.pingpong_4k pingpong 1 4096
+PINGPONG=ibv_uc_pingpong check uc.pingpong_100k_ipv6 pingpong 2 100000
 
 # UD datagrams: ibv_ud_pingpong validates the buffers (--chk); the
 # message fills most of the 1024-byte port MTU. GID 1 is IPv4, GID 2 IPv6

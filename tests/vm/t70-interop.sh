@@ -58,6 +58,7 @@ check interop.sample_rxe_requester timeout 120 ./build/samples/rroce_rc -a rxe1 
 both pingpong ibv_rc_pingpong -g 1 -s 10000 -n 50 -c
 both pingpong_ipv6 ibv_rc_pingpong -g 2 -s 3000 -n 50 -c
 both ud_pingpong ibv_ud_pingpong -g 1 -s 1000 -n 100 -c
+both uc_pingpong ibv_uc_pingpong -g 1 -s 10000 -n 50 -c
 # The RDMA CM across drivers: the CM's MADs between rroce's and rdma_rxe's
 # GSI QPs, then rping's RC traffic with data verification.
 modprobe rdma_ucm 2>/dev/null

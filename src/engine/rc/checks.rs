@@ -20,15 +20,16 @@ pub const fn pkey_matches(pkt: u16, port: u16) -> bool {
     a != 0 && a == b && (pkt & 0x8000 != 0 || port & 0x8000 != 0)
 }
 
-/// Whether a packet of `transport` may go to a QP that is a datagram QP
-/// (`qp_ud`: UD or GSI) or an RC QP. rroce offers no UC QPs, so a UC
-/// opcode never fits; CNPs go to no QP (see [`is_notification`]).
-pub const fn opcode_fits_qp(transport: Transport, qp_ud: bool) -> bool {
-    match transport {
-        Transport::Rc => !qp_ud,
-        Transport::Ud => qp_ud,
-        Transport::Uc | Transport::Cnp => false,
-    }
+/// Whether a packet of `transport` may go to a QP whose service is `qp`
+/// (RC, UC, or UD for UD and GSI QPs): only its own transport's opcodes;
+/// CNPs go to no QP (see [`is_notification`]).
+pub const fn opcode_fits_qp(transport: Transport, qp: Transport) -> bool {
+    matches!(
+        (transport, qp),
+        (Transport::Rc, Transport::Rc)
+            | (Transport::Uc, Transport::Uc)
+            | (Transport::Ud, Transport::Ud)
+    )
 }
 
 /// Whether packets of `transport` are congestion notifications: valid

@@ -37,6 +37,34 @@ pub const fn classify_request(psn: Psn, epsn: Psn, nak_sent: bool) -> RequestCla
     }
 }
 
+/// What a UC responder does with a request (IBA 9.8.3; rxe's
+/// `check_psn` for UC): there are no NAKs and nothing is resent, so a gap
+/// loses the message it falls in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UcRequest {
+    /// The expected packet of the message being received: take it.
+    Take,
+    /// A first or only packet after a gap (or while dropping): a new
+    /// message starts at its PSN; anything in progress is lost.
+    Resync,
+    /// A middle or last packet after a gap: dropped, with the rest of its
+    /// message.
+    Drop,
+}
+
+/// Classifies a UC request at `psn` against the expected `epsn`;
+/// `dropping`: the message in progress already lost a packet; `starts`:
+/// the packet is a first or only one.
+pub const fn uc_request(psn: Psn, epsn: Psn, dropping: bool, starts: bool) -> UcRequest {
+    if psn.get() == epsn.get() && !dropping {
+        UcRequest::Take
+    } else if starts {
+        UcRequest::Resync
+    } else {
+        UcRequest::Drop
+    }
+}
+
 /// Whether a new request of `kind` at `position` may come now: a SEND or
 /// WRITE message in progress (`in_send`, `in_write`) continues with a
 /// middle or last packet of its kind, else a new message starts (a first
@@ -73,7 +101,8 @@ pub const fn payload_len_ok(kind: OpKind, position: Position, len: usize, mtu: u
 /// How a duplicate request is answered.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Duplicate {
-    /// A READ: answered again if it matches a remembered request
+    /// A READ (or an ATOMIC WRITE, remembered as an empty READ): answered
+    /// again if it matches a remembered request
     /// ([`find_read_replay`]), from the memory as it is now, else dropped.
     ReplayRead,
     /// An atomic: its original result is sent again if it is still
@@ -90,7 +119,7 @@ pub enum Duplicate {
 /// an ACK) while the responder expects `epsn`.
 pub const fn duplicate_action(kind: OpKind, ack_req: bool, epsn: Psn) -> Duplicate {
     match kind {
-        OpKind::RdmaReadRequest => Duplicate::ReplayRead,
+        OpKind::RdmaReadRequest | OpKind::AtomicWrite => Duplicate::ReplayRead,
         OpKind::CompareSwap | OpKind::FetchAdd => Duplicate::ReplayAtomic,
         _ if ack_req => Duplicate::Ack(epsn.prev()),
         _ => Duplicate::Ignore,

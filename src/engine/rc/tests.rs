@@ -11,8 +11,8 @@ use super::{
     },
     responder::{
         admit_rd_atomic, classify_request, duplicate_action, find_atomic_replay, find_read_replay,
-        opcode_sequence_ok, payload_len_ok, reth_len_ok, Duplicate, RdEntry, RdKind, RdTable,
-        ReadReplay, RequestClass, MAX_MSG_LEN,
+        opcode_sequence_ok, payload_len_ok, reth_len_ok, uc_request, Duplicate, RdEntry, RdKind,
+        RdTable, ReadReplay, RequestClass, UcRequest, MAX_MSG_LEN,
     },
     window::{Window, ACK_EVERY, MIN_WINDOW, WINDOW},
 };
@@ -415,6 +415,14 @@ fn duplicate_answers() {
         Duplicate::Ack(p(6))
     );
     assert_eq!(duplicate_action(OpKind::Send, false, e), Duplicate::Ignore);
+    // An ATOMIC WRITE is never written twice: its empty READ response is
+    // sent again, whatever the ACK request bit says.
+    for ack_req in [false, true] {
+        assert_eq!(
+            duplicate_action(OpKind::AtomicWrite, ack_req, p(7)),
+            Duplicate::ReplayRead
+        );
+    }
 }
 
 fn atomic(psn: u32, orig: u64) -> RdEntry {
@@ -617,12 +625,13 @@ fn pkey_rules() {
 
 #[test]
 fn opcodes_by_qp_type() {
-    assert!(opcode_fits_qp(Transport::Rc, false));
-    assert!(!opcode_fits_qp(Transport::Rc, true));
-    assert!(opcode_fits_qp(Transport::Ud, true));
-    assert!(!opcode_fits_qp(Transport::Ud, false));
-    assert!(!opcode_fits_qp(Transport::Uc, false));
-    assert!(!opcode_fits_qp(Transport::Uc, true));
+    let all = [Transport::Rc, Transport::Uc, Transport::Ud, Transport::Cnp];
+    for t in all {
+        for qp in all {
+            let fits = t == qp && t != Transport::Cnp;
+            assert_eq!(opcode_fits_qp(t, qp), fits, "{t:?} to a {qp:?} QP");
+        }
+    }
     assert!(is_notification(Transport::Cnp));
     assert!(!is_notification(Transport::Rc));
 }
@@ -680,4 +689,22 @@ fn fresh_table_ignores_stale_slots() {
     t.remember(&mut slots, 4, atomic(20, 1));
     assert_eq!(t.find_atomic(&slots, 4, p(3), e.rkey, e.va), None);
     assert_eq!(slots.iter().filter(|s| s.kind != RdKind::Free).count(), 1);
+}
+
+#[test]
+fn uc_requests() {
+    // In sequence: taken, whether it starts a message or continues one.
+    assert_eq!(uc_request(p(10), p(10), false, true), UcRequest::Take);
+    assert_eq!(uc_request(p(10), p(10), false, false), UcRequest::Take);
+    // A gap (ahead, or behind: UC never resends, so "behind" is a
+    // wrap or a peer that started over): a new message starts over, the
+    // rest of a broken one is dropped.
+    for psn in [p(11), p(9), p(PSN_MASK)] {
+        assert_eq!(uc_request(psn, p(10), false, true), UcRequest::Resync);
+        assert_eq!(uc_request(psn, p(10), false, false), UcRequest::Drop);
+    }
+    // While dropping, even the expected PSN is dropped until a message
+    // starts.
+    assert_eq!(uc_request(p(10), p(10), true, false), UcRequest::Drop);
+    assert_eq!(uc_request(p(10), p(10), true, true), UcRequest::Resync);
 }
