@@ -4,13 +4,13 @@
 #   make demo    set everything up, boot a VM, create rroce devices, run perftest
 #   make check   set everything up and run every test (host, KUnit, VM)
 #
-# Other targets: deps kernel module host-test vm CMD='...' fuzz loom clippy fmt structure clean
+# Other targets: deps kernel module host-test vm CMD='...' bench compare fuzz loom clippy fmt structure clean
 
 SHELL := /bin/bash
 KDIR ?=
 export KDIR
 
-.PHONY: all deps kernel module samples host-test vm check demo bench fuzz loom clippy fmt fmt-check uapi-check structure clean
+.PHONY: all deps kernel module samples host-test vm check demo bench compare fuzz loom clippy fmt fmt-check uapi-check structure clean
 
 all: module
 
@@ -62,6 +62,11 @@ demo:
 
 bench:
 	@scripts/bench.sh
+
+# rdma-core's pyverbs suite on rroce and rdma_rxe side by side
+# (Documentation/pyverbs-compare.rst).
+compare:
+	@scripts/compare.sh
 
 fuzz:
 	@scripts/fuzz.sh $(SECONDS)
