@@ -36,6 +36,8 @@ pub(crate) enum WcStatus {
     RetryExcErr,
     /// The RNR retry budget ran out.
     RnrRetryExcErr,
+    /// A BIND_MW work request was refused.
+    MwBindErr,
 }
 
 impl WcStatus {
@@ -53,6 +55,7 @@ impl WcStatus {
             Self::RemOpErr => abi::WC_REM_OP_ERR,
             Self::RetryExcErr => abi::WC_RETRY_EXC_ERR,
             Self::RnrRetryExcErr => abi::WC_RNR_RETRY_EXC_ERR,
+            Self::MwBindErr => abi::WC_MW_BIND_ERR,
         }
     }
 }
@@ -77,6 +80,8 @@ pub(crate) enum WcOpcode {
     RegMr,
     /// An ATOMIC WRITE completed.
     AtomicWrite,
+    /// A BIND_MW completed.
+    BindMw,
     /// A receive WQE took a SEND or a datagram.
     Recv,
     /// A receive WQE took an RDMA WRITE with immediate.
@@ -95,6 +100,7 @@ impl WcOpcode {
             Self::LocalInv => abi::WC_LOCAL_INV,
             Self::RegMr => sys::ib_wc_opcode_IB_WC_REG_MR,
             Self::AtomicWrite => abi::WC_ATOMIC_WRITE,
+            Self::BindMw => abi::WC_BIND_MW,
             Self::Recv => abi::WC_RECV,
             Self::RecvRdmaWithImm => abi::WC_RECV_RDMA_WITH_IMM,
         }
@@ -121,6 +127,8 @@ const _: () = {
     assert!(abi::WC_FETCH_ADD == sys::ib_wc_opcode_IB_WC_FETCH_ADD);
     assert!(abi::WC_LOCAL_INV == sys::ib_wc_opcode_IB_WC_LOCAL_INV);
     assert!(abi::WC_ATOMIC_WRITE == sys::ib_wc_opcode_IB_WC_ATOMIC_WRITE);
+    assert!(abi::WC_BIND_MW == sys::ib_wc_opcode_IB_WC_BIND_MW);
+    assert!(abi::WC_MW_BIND_ERR == sys::ib_wc_status_IB_WC_MW_BIND_ERR);
     assert!(abi::WC_RECV == sys::ib_wc_opcode_IB_WC_RECV);
     assert!(abi::WC_RECV_RDMA_WITH_IMM == sys::ib_wc_opcode_IB_WC_RECV_RDMA_WITH_IMM);
 };

@@ -29,9 +29,9 @@ const FIRST_QPN_SLOTS: usize = 3;
 /// `src/abi.rs`), plus what only the kernel needs.
 pub(crate) mod limits {
     pub(crate) use crate::abi::{
-        MAX_AH, MAX_CQ, MAX_CQE, MAX_FAST_REG_PAGE_LIST_LEN, MAX_MR, MAX_MSG_SIZE, MAX_PD, MAX_QP,
-        MAX_QP_INIT_RD_ATOM, MAX_QP_RD_ATOM, MAX_QP_WR, MAX_RECV_SGE, MAX_RES_RD_ATOM,
-        MAX_SEND_SGE, MAX_SGE_RD,
+        MAX_AH, MAX_CQ, MAX_CQE, MAX_FAST_REG_PAGE_LIST_LEN, MAX_MR, MAX_MSG_SIZE, MAX_MW, MAX_PD,
+        MAX_QP, MAX_QP_INIT_RD_ATOM, MAX_QP_RD_ATOM, MAX_QP_WR, MAX_RECV_SGE, MAX_RES_RD_ATOM,
+        MAX_SEND_SGE, MAX_SGE_RD, MAX_SRQ, MAX_SRQ_SGE, MAX_SRQ_WR,
     };
     use kernel::ffi::c_int;
 
@@ -43,7 +43,11 @@ pub(crate) mod limits {
     /// Bitmap words of the AH and MR index allocators: 257 * 64 bits cover
     /// indices 1..=MAX_MR (index 0 is reserved).
     pub(crate) const ID_WORDS: usize = 257;
-    const _: () = assert!(ID_WORDS * 64 > MAX_MR as usize && ID_WORDS * 64 > MAX_AH as usize);
+    const _: () = assert!(
+        ID_WORDS * 64 > MAX_MR as usize
+            && ID_WORDS * 64 > MAX_AH as usize
+            && ID_WORDS * 64 > MAX_MW as usize
+    );
     /// Bitmap words of the QP number allocator (indices 1..=MAX_QP).
     pub(crate) const QP_ID_WORDS: usize = 1025;
     const _: () = assert!(QP_ID_WORDS * 64 > MAX_QP as usize);
@@ -67,6 +71,8 @@ pub(crate) struct RroceDev {
     pub(crate) ah_ids: IndexAllocator<{ limits::ID_WORDS }>,
     /// MR indices (the upper 24 bits of lkeys and rkeys).
     pub(crate) mr_ids: IndexAllocator<{ limits::ID_WORDS }>,
+    /// Memory window table indices (window keys, see `engine::mw`).
+    pub(crate) mw_ids: IndexAllocator<{ limits::ID_WORDS }>,
     /// QP numbers, offset by the two special QPs. Its last bitmap word
     /// reaches past `qps`: `crate::qp` never hands out those numbers.
     pub(crate) qp_ids: IndexAllocator<{ limits::QP_ID_WORDS }>,
@@ -74,8 +80,12 @@ pub(crate) struct RroceDev {
     pub(crate) mrs: RcuTable<crate::mr::RroceMr>,
     /// QPs by number, for the transport.
     pub(crate) qps: RcuTable<crate::qp::QpState>,
+    /// Memory windows by table index, for the transport.
+    pub(crate) mws: RcuTable<crate::mw::MwObj>,
     /// User AHs by number, for UD sends (`wr.ud.ah_num`).
     pub(crate) ahs: RcuTable<crate::ah::RroceAh>,
+    /// SRQs in existence (at most `limits::MAX_SRQ`); zeroed at allocation.
+    pub(crate) srqs: AtomicU32,
     /// The GSI QP (number 1) exists; zeroed (false) at allocation.
     pub(crate) gsi_taken: AtomicBool,
     /// The bound netdev while it is registered (cleared, for RCU readers,
@@ -92,6 +102,7 @@ pub(crate) struct Tables {
     mrs: RcuTable<crate::mr::RroceMr>,
     qps: RcuTable<crate::qp::QpState>,
     ahs: RcuTable<crate::ah::RroceAh>,
+    mws: RcuTable<crate::mw::MwObj>,
 }
 
 impl Tables {
@@ -105,6 +116,8 @@ impl Tables {
             qps: RcuTable::new(limits::MAX_QP as usize + FIRST_QPN_SLOTS)?,
             // Every number the AH allocator can hand out has a slot.
             ahs: RcuTable::new(limits::ID_WORDS * 64 + 1)?,
+            // Every index the window allocator can hand out has a slot.
+            mws: RcuTable::new(limits::ID_WORDS * 64)?,
         })
     }
 }
@@ -175,6 +188,7 @@ impl RroceDev {
         unsafe {
             core::ptr::addr_of_mut!((*rdev).ah_ids).write(IndexAllocator::new());
             core::ptr::addr_of_mut!((*rdev).mr_ids).write(IndexAllocator::new());
+            core::ptr::addr_of_mut!((*rdev).mw_ids).write(IndexAllocator::new());
             core::ptr::addr_of_mut!((*rdev).qp_ids).write(IndexAllocator::new());
             Self::from_ib(ibdev).set_mtu(mtu);
             (*rdev).ndev.store(ndev, Ordering::Release);
@@ -195,6 +209,7 @@ impl RroceDev {
             core::ptr::addr_of_mut!((*rdev).mrs).write(tables.mrs);
             core::ptr::addr_of_mut!((*rdev).qps).write(tables.qps);
             core::ptr::addr_of_mut!((*rdev).ahs).write(tables.ahs);
+            core::ptr::addr_of_mut!((*rdev).mws).write(tables.mws);
             (*rdev).net = net;
         }
     }
@@ -218,6 +233,7 @@ impl RroceDev {
             core::ptr::drop_in_place(core::ptr::addr_of_mut!((*rdev).mrs));
             core::ptr::drop_in_place(core::ptr::addr_of_mut!((*rdev).qps));
             core::ptr::drop_in_place(core::ptr::addr_of_mut!((*rdev).ahs));
+            core::ptr::drop_in_place(core::ptr::addr_of_mut!((*rdev).mws));
             net
         }
     }

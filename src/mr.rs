@@ -24,7 +24,10 @@
 //! The MR verbs are in `crate::verbs::mr`; the memory behind an MR is
 //! `crate::rdma::mem`.
 
-use core::pin::Pin;
+use core::{
+    pin::Pin,
+    sync::atomic::{AtomicU32, Ordering},
+};
 
 use kernel::{new_spinlock_irq, prelude::*, sync::SpinLockIrq, types::Opaque};
 
@@ -188,7 +191,13 @@ pub(crate) struct RroceMr {
     rkey: u32,
     iova: u64,
     length: u64,
+    /// Memory windows bound to this MR, or [`DEREGISTERING`] once
+    /// `dereg_mr` found none (no window may be bound after that).
+    bound_mws: AtomicU32,
 }
+
+/// `RroceMr::bound_mws` of an MR being deregistered.
+const DEREGISTERING: u32 = u32::MAX;
 
 // SAFETY: the fixed fields never change after creation, a fast MR's state
 // is behind its lock, and the memory may be copied to and from in any
@@ -285,6 +294,39 @@ impl<'g> MrRef<'g> {
             return Err(AccessError::Bounds);
         }
         Ok(())
+    }
+
+    /// What binding a memory window to this MR (on `pd`) needs to know;
+    /// `None` for an MR windows cannot use (DMA, fast registration).
+    pub(crate) fn window_facts(&self, pd: *mut sys::ib_pd) -> Option<crate::engine::mw::MrFacts> {
+        matches!(self.mr.mem, Memory::User(_)).then_some(crate::engine::mw::MrFacts {
+            same_pd: self.mr.pd == pd,
+            access: self.mr.access,
+            iova: self.mr.iova,
+            length: self.mr.length,
+            lkey: self.mr.lkey,
+        })
+    }
+
+    /// Counts a window bound to the MR; `false` if it is being
+    /// deregistered.
+    pub(crate) fn pin_window(&self) -> bool {
+        self.mr
+            .bound_mws
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n != DEREGISTERING).then(|| n.saturating_add(1))
+            })
+            .is_ok()
+    }
+
+    /// A window bound to the MR (counted by [`Self::pin_window`]) left it.
+    pub(crate) fn unpin_window(&self) {
+        let _ = self
+            .mr
+            .bound_mws
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n != DEREGISTERING && n > 0).then(|| n - 1)
+            });
     }
 
     /// The registration this reference stands for, if still current.
@@ -600,6 +642,7 @@ pub(crate) fn new_mr(
             rkey,
             iova,
             length,
+            bound_mws: AtomicU32::new(0),
         },
         GFP_KERNEL,
     ) {
@@ -626,6 +669,16 @@ pub(crate) fn new_mr(
 }
 
 impl RroceMr {
+    /// Starts deregistering: fails (`EINVAL`, as rxe and IBA 10.6.7.2.6)
+    /// while a memory window is bound to the MR; once it succeeded no
+    /// window can be bound to it any more.
+    pub(crate) fn begin_dereg(&self) -> Result {
+        self.bound_mws
+            .compare_exchange(0, DEREGISTERING, Ordering::AcqRel, Ordering::Acquire)
+            .map(|_| ())
+            .map_err(|_| EINVAL)
+    }
+
     /// Frees an MR of `dev` (`dereg_mr`), once the transport can no longer
     /// reach it: a user MR's umem is released before its index is.
     /// Process context.

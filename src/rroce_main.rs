@@ -17,11 +17,13 @@ mod dev;
 pub mod engine;
 mod link;
 mod mr;
+mod mw;
 mod net;
 mod qp;
 mod rdma;
 mod recv;
 mod registry;
+mod srq;
 #[cfg(CONFIG_KUNIT)]
 mod test;
 mod transport;

@@ -14,8 +14,10 @@
 pub mod fastreg;
 pub mod icrc;
 pub mod index;
+pub mod mw;
 pub mod notify;
 pub mod psn;
 pub mod rc;
 pub mod ring;
+pub mod srq;
 pub mod wire;

@@ -67,7 +67,7 @@ use crate::{
 };
 
 pub(crate) use modify::check_modify;
-pub(crate) use post::{RecvWr, Remote, SendWr, WrList};
+pub(crate) use post::{write_recv, RecvWr, Remote, SendWr, WrList};
 
 /// A ring buffer of at least `max_wr` elements of `elem` bytes, with its
 /// consumer.
@@ -187,8 +187,11 @@ fn check_init(init: &sys::ib_qp_init_attr) -> Result {
         | sys::ib_qp_type_IB_QPT_GSI => {}
         _ => return Err(EOPNOTSUPP),
     }
-    if init.create_flags != 0 || !init.srq.is_null() || !init.xrcd.is_null() {
+    if init.create_flags != 0 || !init.xrcd.is_null() {
         return Err(EOPNOTSUPP);
+    }
+    if !init.srq.is_null() && init.qp_type == sys::ib_qp_type_IB_QPT_GSI {
+        return Err(EINVAL);
     }
     if init.send_cq.is_null() || init.recv_cq.is_null() {
         return Err(EINVAL);
@@ -196,9 +199,9 @@ fn check_init(init: &sys::ib_qp_init_attr) -> Result {
     let c = &init.cap;
     if c.max_send_wr == 0
         || c.max_send_wr > limits::MAX_QP_WR
-        || c.max_recv_wr > limits::MAX_QP_WR
+        || (init.srq.is_null() && c.max_recv_wr > limits::MAX_QP_WR)
         || c.max_send_sge > limits::MAX_SEND_SGE
-        || c.max_recv_sge > limits::MAX_RECV_SGE
+        || (init.srq.is_null() && c.max_recv_sge > limits::MAX_RECV_SGE)
         || c.max_inline_data > crate::abi::MAX_INLINE_DATA
     {
         return Err(EINVAL);
@@ -231,7 +234,8 @@ struct Rings {
     sq_buf: QueueBuf,
     sq: Consumer,
     sq_layout: Layout,
-    rq_buf: QueueBuf,
+    /// None for a QP on an SRQ (it takes its receive WQEs from there).
+    rq_buf: Option<QueueBuf>,
     rq: Consumer,
     rq_layout: Layout,
     max_sge: u32,
@@ -244,21 +248,36 @@ struct Rings {
 }
 
 impl Rings {
-    /// Allocates the rings for the (checked) caps `cap`.
+    /// Allocates the rings for the (checked) caps `cap`: no receive ring
+    /// on an SRQ (`srq`), whose WQEs the QP copies instead.
     ///
     /// # Safety
     ///
     /// `uctx` is null (a kernel QP) or the live ucontext of the creating
     /// process.
-    unsafe fn new(cap: &sys::ib_qp_cap, uctx: *mut sys::ib_ucontext) -> Result<Self> {
+    unsafe fn new(
+        cap: &sys::ib_qp_cap,
+        uctx: *mut sys::ib_ucontext,
+        srq: Option<&crate::srq::SrqState>,
+    ) -> Result<Self> {
         let (sq_elem, max_sge, max_inline) = send_geometry(cap.max_send_sge, cap.max_inline_data);
         // SAFETY: `uctx` is this process's live ucontext (caller).
         let (sq_buf, sq, sq_layout) = unsafe { new_ring(cap.max_send_wr, sq_elem, uctx)? };
-        let recv_wr = cap.max_recv_wr.max(1);
-        let rq_max_sge = cap.max_recv_sge.max(1);
-        let rq_elem = recv_geometry(cap.max_recv_sge);
-        // SAFETY: as above.
-        let (rq_buf, rq, rq_layout) = unsafe { new_ring(recv_wr, rq_elem, uctx)? };
+        let (rq_buf, rq, rq_layout, rq_max_sge) = match srq {
+            Some(s) => {
+                // No ring: a placeholder consumer nobody uses, and the
+                // SRQ's WQE geometry for the shadow.
+                let l = Layout::new(1, s.elem()).map_err(|_| EINVAL)?;
+                (None, Consumer::new(l), l, s.max_sge())
+            }
+            None => {
+                let recv_wr = cap.max_recv_wr.max(1);
+                let rq_elem = recv_geometry(cap.max_recv_sge);
+                // SAFETY: as above.
+                let (buf, rq, layout) = unsafe { new_ring(recv_wr, rq_elem, uctx)? };
+                (Some(buf), rq, layout, cap.max_recv_sge.max(1))
+            }
+        };
         // Layouts may round the element size up; the shadows follow them.
         let sq_elem = sq_layout.elem_size();
         let rq_elem = rq_layout.elem_size();
@@ -289,13 +308,14 @@ impl Rings {
         })
     }
 
-    /// The caps these rings really give.
+    /// The caps these rings really give (no receive caps on an SRQ).
     fn cap(&self) -> sys::ib_qp_cap {
+        let on_srq = self.rq_buf.is_none();
         sys::ib_qp_cap {
             max_send_wr: self.sq_layout.capacity(),
-            max_recv_wr: self.rq_layout.capacity(),
+            max_recv_wr: if on_srq { 0 } else { self.rq_layout.capacity() },
             max_send_sge: self.max_sge,
-            max_recv_sge: self.rq_max_sge,
+            max_recv_sge: if on_srq { 0 } else { self.rq_max_sge },
             max_inline_data: self.max_inline,
             max_rdma_ctxs: 0,
         }
@@ -304,7 +324,10 @@ impl Rings {
     /// Where the process maps the rings.
     fn resp(&self) -> crate::abi::CreateQpResp {
         crate::abi::CreateQpResp {
-            rq_mi: to_abi(self.rq_buf.mmap_info()),
+            rq_mi: self
+                .rq_buf
+                .as_ref()
+                .map_or_else(Default::default, |b| to_abi(b.mmap_info())),
             sq_mi: to_abi(self.sq_buf.mmap_info()),
         }
     }
@@ -366,6 +389,13 @@ fn new_state(
     let cap = r.cap();
     let (sq_elem, rq_elem) = (r.sq_layout.elem_size(), r.rq_layout.elem_size());
     let (qp_type, send_cq, recv_cq) = (init.qp_type, init.send_cq, init.recv_cq);
+    let srq: *const crate::srq::SrqState = if init.srq.is_null() {
+        core::ptr::null()
+    } else {
+        // SAFETY: an SRQ the core passes is a live SRQ of ours (as in
+        // `RroceQp::create`).
+        unsafe { crate::srq::RroceSrq::state(init.srq) }
+    };
     let sig_all = init.sq_sig_type == sys::ib_sig_type_IB_SIGNAL_ALL_WR;
     let dev = core::ptr::from_ref(dev);
     let pd = qp.ibqp.pd;
@@ -410,8 +440,9 @@ fn new_state(
             ibqp,
             kernel,
             uc: *qp_type == sys::ib_qp_type_IB_QPT_UC,
+            srq,
             sq_buf: r.sq_buf,
-            rq_buf: Some(r.rq_buf),
+            rq_buf: r.rq_buf,
             sq_elem,
             rq_elem,
             sq_max_sge: r.max_sge,
@@ -444,8 +475,11 @@ impl RroceQp {
         check_init(init)?;
         let kernel = user.is_none();
         let uctx = user.as_ref().map_or(core::ptr::null_mut(), |u| u.0);
+        // SAFETY: an SRQ the core passes is a live SRQ of the QP's device
+        // (the core holds a use count on it for the QP's life).
+        let srq = (!init.srq.is_null()).then(|| unsafe { crate::srq::RroceSrq::state(init.srq) });
         // SAFETY: `uctx` is null or live (caller).
-        let rings = unsafe { Rings::new(&init.cap, uctx)? };
+        let rings = unsafe { Rings::new(&init.cap, uctx, srq)? };
         let cap = rings.cap();
         let resp = rings.resp();
         // SAFETY: the QP belongs to one of our devices (caller).

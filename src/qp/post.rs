@@ -326,30 +326,49 @@ impl QpState {
     /// Encodes one kernel receive work request into the receive ring (the
     /// caller holds the QP lock, `inner`).
     fn write_recv_wqe(&self, inner: &mut QpInner, w: &RecvWr<'_>) -> Result {
-        use crate::abi as a;
         let rq_buf = self.fixed.rq_buf.as_ref().ok_or(EINVAL)?;
-        let num_sge = u32::try_from(w.num_sge).map_err(|_| EINVAL)?;
-        if num_sge > self.fixed.rq_max_sge {
-            return Err(EINVAL);
-        }
-        let sges = w.sges;
-        let total = kernel_sge_total(sges)?;
-        // SAFETY: a kernel QP's ring; the caller holds the QP lock.
-        let (slot, elem) = unsafe { kernel_slot(&mut inner.rq_prod, rq_buf)? };
-        let wqe = a::RecvWqe {
-            wr_id: w.wr_id,
-            dma: a::DmaInfo {
-                length: total,
-                resid: total,
-                num_sge,
-                ..Default::default()
-            },
-            ..Default::default()
-        };
-        wqe.encode(elem).ok_or(EINVAL)?;
-        encode_kernel_sges(elem, a::RECV_WQE_HEADER_SIZE, sges)?;
-        inner.rq_prod.commit(slot, rq_buf).map_err(|_| EINVAL)
+        // SAFETY: a kernel QP's ring, used under the QP lock, which the
+        // caller holds.
+        unsafe { write_recv(&mut inner.rq_prod, rq_buf, w, self.fixed.rq_max_sge) }
     }
+}
+
+/// Writes a kernel consumer's receive work request `w` into the next slot
+/// of the receive ring (RQ or SRQ) `buf` and publishes it; `max_sge`: the
+/// ring's SGE cap.
+///
+/// # Safety
+///
+/// As for [`kernel_slot`]: a kernel ring, used only under the lock the
+/// caller holds.
+pub(crate) unsafe fn write_recv(
+    prod: &mut Producer,
+    buf: &QueueBuf,
+    w: &RecvWr<'_>,
+    max_sge: u32,
+) -> Result {
+    use crate::abi as a;
+    let num_sge = u32::try_from(w.num_sge).map_err(|_| EINVAL)?;
+    if num_sge > max_sge {
+        return Err(EINVAL);
+    }
+    let sges = w.sges;
+    let total = kernel_sge_total(sges)?;
+    // SAFETY: per the caller.
+    let (slot, elem) = unsafe { kernel_slot(prod, buf)? };
+    let wqe = a::RecvWqe {
+        wr_id: w.wr_id,
+        dma: a::DmaInfo {
+            length: total,
+            resid: total,
+            num_sge,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    wqe.encode(elem).ok_or(EINVAL)?;
+    encode_kernel_sges(elem, a::RECV_WQE_HEADER_SIZE, sges)?;
+    prod.commit(slot, buf).map_err(|_| EINVAL)
 }
 
 /// The total length of a kernel work request's SGEs.

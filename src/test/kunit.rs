@@ -114,6 +114,18 @@ selftest_suite!(
 );
 
 selftest_suite!(
+    rroce_engine_mw,
+    crate::engine::mw::selftest,
+    [key_space, type2_rules, type1_rules,]
+);
+
+selftest_suite!(
+    rroce_engine_srq,
+    crate::engine::srq::selftest,
+    [create_rules, modify_rules, limit_fires_once,]
+);
+
+selftest_suite!(
     rroce_engine_index,
     crate::engine::index::selftest,
     [exhaust_and_refill, bad_free,]

@@ -22,6 +22,15 @@ impl Ctx<'_> {
         self.inner.req.rnr_wait = false;
         self.flush_sq();
         self.flush_rq();
+        if self.qp.srq().is_some() && !self.inner.resp.last_wqe {
+            // No WQE of the SRQ will reach this QP any more: ib_drain_qp
+            // waits for this (IBA 11.6.3.1), once per entry to ERR.
+            self.inner.resp.last_wqe = true;
+            crate::rdma::raise_qp_event(
+                self.qp.ibqp,
+                sys::ib_event_type_IB_EVENT_QP_LAST_WQE_REACHED,
+            );
+        }
     }
 
     /// Completes every published send WQE with `IB_WC_WR_FLUSH_ERR`: the
@@ -65,8 +74,19 @@ impl Ctx<'_> {
     /// `IB_WC_WR_FLUSH_ERR` (one snapshot of the producer index, as
     /// [`Self::flush_sq`]).
     pub(crate) fn flush_rq(&mut self) {
-        self.inner.resp.recv.active = false;
         let qp = self.qp;
+        if qp.srq().is_some() {
+            // The SRQ is shared: nothing there is this QP's but the WQE it
+            // took for a message in progress, which it completes.
+            if self.inner.resp.recv.active {
+                let wr_id = self.inner.resp.recv.wr_id;
+                let c = Completion::new(wr_id, WcStatus::WrFlushErr, WcOpcode::Recv, qp.qpn);
+                post_cqe_to(qp, qp.recv_cq, &c, Kind::Error);
+            }
+            self.inner.resp.recv.active = false;
+            return;
+        }
+        self.inner.resp.recv.active = false;
         let Some(rq_buf) = qp.rq_buf.as_ref() else {
             return;
         };

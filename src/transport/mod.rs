@@ -100,6 +100,8 @@ pub(crate) struct SendOp {
     done: bool,
     /// REG_MR: the registration to make.
     reg: RegWr,
+    /// BIND_MW: the binding to make.
+    bind: abi::WrMw,
 }
 
 impl SendOp {
@@ -116,10 +118,10 @@ impl SendOp {
         )
     }
 
-    /// A local operation (LOCAL_INV, REG_MR): executed by the requester
+    /// A local operation (LOCAL_INV, REG_MR, BIND_MW): executed by the requester
     /// in order, no packet sent.
     fn is_local(&self) -> bool {
-        matches!(self.opcode, abi::WR_LOCAL_INV | WR_REG_MR)
+        matches!(self.opcode, abi::WR_LOCAL_INV | WR_REG_MR | abi::WR_BIND_MW)
     }
 
     fn last_psn(&self) -> Psn {
@@ -135,7 +137,26 @@ impl SendOp {
             abi::WR_LOCAL_INV => WcOpcode::LocalInv,
             WR_REG_MR => WcOpcode::RegMr,
             abi::WR_ATOMIC_WRITE => WcOpcode::AtomicWrite,
+            abi::WR_BIND_MW => WcOpcode::BindMw,
             _ => WcOpcode::Send,
+        }
+    }
+}
+
+impl Ctx<'_> {
+    /// Invalidates the fast-registration MR or the memory window `key`
+    /// names, for this QP: LOCAL_INV, or (`remote`) a SEND with invalidate
+    /// that arrived on it.
+    fn invalidate_key(&self, key: u32, remote: bool) -> Result<(), ()> {
+        let (pd, qpn) = (self.qp.pd, self.qp.qpn);
+        if crate::engine::mw::is_window_key(key) {
+            crate::mw::invalidate(self.dev, self.rcu, pd, qpn, key, remote).map_err(|e| {
+                pr_debug!("qp {}: invalidate of window {:#x}: {:?}\n", qpn, key, e);
+            })
+        } else {
+            crate::mr::invalidate(self.dev, self.rcu, pd, key).map_err(|e| {
+                pr_debug!("qp {}: invalidate of MR {:#x}: {:?}\n", qpn, key, e);
+            })
         }
     }
 }
@@ -263,6 +284,9 @@ pub(crate) struct Resp {
     /// UC: a packet of the current message was lost; the rest of it is
     /// dropped until a first or only packet starts the next.
     uc_drop: bool,
+    /// On an SRQ: `IB_EVENT_QP_LAST_WQE_REACHED` was raised for this
+    /// entry to the error state.
+    last_wqe: bool,
     recv: RecvCtx,
     write: WriteCtx,
     /// The READ/atomic requests remembered for duplicates (their slots are

@@ -119,6 +119,7 @@ impl Ctx<'_> {
                 | abi::WR_ATOMIC_FETCH_AND_ADD
                 | abi::WR_ATOMIC_WRITE
                 | abi::WR_LOCAL_INV
+                | abi::WR_BIND_MW
         ) || (op.opcode == WR_REG_MR && self.qp.kernel);
         // UC carries SENDs and WRITEs only (IBA 9.8.3).
         let uc_ok = !self.qp.uc
@@ -140,6 +141,9 @@ impl Ctx<'_> {
             // `post_send`, not by a process).
             if op.opcode == WR_REG_MR {
                 op.reg = RegWr::decode(&w.wr.wr);
+            }
+            if op.opcode == abi::WR_BIND_MW {
+                op.bind = w.wr.wr.mw();
             }
             if op.flags & SEND_INLINE != 0 {
                 op.invalid = Some(WcStatus::LocQpOpErr);
@@ -237,29 +241,39 @@ impl Ctx<'_> {
         (0..k).all(|j| self.op(j).done)
     }
 
-    /// Executes local operation `op` (LOCAL_INV or REG_MR) on the QP's PD;
-    /// a refused one completes with `IB_WC_LOC_QP_OP_ERR`, as in rxe.
+    /// Executes local operation `op` (LOCAL_INV, REG_MR or BIND_MW) on the
+    /// QP's PD; a refused one completes with `IB_WC_LOC_QP_OP_ERR` (a bind:
+    /// `IB_WC_MW_BIND_ERR`), as in rxe.
     fn local_op(&self, op: &SendOp) -> Result<(), WcStatus> {
-        let r = if op.opcode == WR_REG_MR {
-            let g = op.reg;
-            crate::mr::fast_register(
-                self.dev,
-                self.rcu,
-                self.qp.pd,
-                (g.index, g.key, g.access, g.iova),
-            )
-        } else {
-            crate::mr::invalidate(self.dev, self.rcu, self.qp.pd, op.ex)
-        };
-        r.map_err(|e| {
+        let refused = |e: &dyn core::fmt::Debug| {
             pr_debug!(
                 "qp {}: local operation {:#x} refused: {:?}\n",
                 self.qp.qpn,
                 op.opcode,
                 e
             );
-            WcStatus::LocQpOpErr
-        })
+        };
+        match op.opcode {
+            WR_REG_MR => {
+                let g = op.reg;
+                crate::mr::fast_register(
+                    self.dev,
+                    self.rcu,
+                    self.qp.pd,
+                    (g.index, g.key, g.access, g.iova),
+                )
+                .map_err(|e| refused(&e))
+            }
+            abi::WR_BIND_MW => {
+                let (pd, qpn) = (self.qp.pd, self.qp.qpn);
+                return crate::mw::bind(self.dev, self.rcu, pd, qpn, &op.bind).map_err(|e| {
+                    refused(&e);
+                    WcStatus::MwBindErr
+                });
+            }
+            _ => self.invalidate_key(op.ex, false),
+        }
+        .map_err(|()| WcStatus::LocQpOpErr)
     }
 
     /// Fetches new WQEs and sends what the window allows.

@@ -314,26 +314,42 @@ impl<'a> Ctx<'a> {
 
     /// Takes the next receive WQE into `rq_shadow`; `false` if none.
     pub(super) fn take_recv(&mut self) -> Result<bool, ()> {
-        let Some(rq_buf) = self.qp.rq_buf.as_ref() else {
-            return Err(());
-        };
-        let slot = match self.inner.rq.peek(rq_buf) {
-            Ok(s) => s,
-            Err(crate::engine::ring::RingError::Empty) => return Ok(false),
-            Err(_) => return Err(()),
-        };
         let e = self.qp.rq_elem;
         if self.inner.rq_shadow.len() < e {
             return Err(());
         }
-        // SAFETY: the slot holds `e` bytes; copied before validation.
-        unsafe {
-            core::ptr::copy_nonoverlapping(
-                rq_buf.at(slot.offset()),
-                self.inner.rq_shadow.as_mut_ptr(),
-                e,
-            )
-        };
+        if let Some(srq) = self.qp.srq() {
+            // The WQE leaves the SRQ now: this QP completes it.
+            match srq.take(&mut self.inner.rq_shadow) {
+                Ok(Some(limit_fired)) => {
+                    if limit_fired {
+                        // Raised under the QP lock, as rxe does; the
+                        // handlers (uverbs' async event file, a kernel
+                        // consumer's) only queue or note it.
+                        srq.raise_limit();
+                    }
+                }
+                Ok(None) => return Ok(false),
+                Err(_) => return Err(()),
+            }
+        } else {
+            let Some(rq_buf) = self.qp.rq_buf.as_ref() else {
+                return Err(());
+            };
+            let slot = match self.inner.rq.peek(rq_buf) {
+                Ok(s) => s,
+                Err(crate::engine::ring::RingError::Empty) => return Ok(false),
+                Err(_) => return Err(()),
+            };
+            // SAFETY: the slot holds `e` bytes; copied before validation.
+            unsafe {
+                core::ptr::copy_nonoverlapping(
+                    rq_buf.at(slot.offset()),
+                    self.inner.rq_shadow.as_mut_ptr(),
+                    e,
+                )
+            };
+        }
         let elem = &self.inner.rq_shadow[..e];
         let w = abi::RecvWqe::from_bytes(elem).ok_or(())?;
         let mut r = RecvCtx {
@@ -360,11 +376,11 @@ impl<'a> Ctx<'a> {
 
     /// Retires the receive WQE in `rq_shadow` with completion `c`.
     pub(super) fn complete_recv(&mut self, c: Completion, solicited: bool) {
-        let Some(rq_buf) = self.qp.rq_buf.as_ref() else {
-            return;
-        };
-        if let Ok(slot) = self.inner.rq.peek(rq_buf) {
-            let _ = self.inner.rq.advance(slot, rq_buf);
+        // An SRQ's WQE left its ring when it was taken.
+        if let Some(rq_buf) = self.qp.rq_buf.as_ref() {
+            if let Ok(slot) = self.inner.rq.peek(rq_buf) {
+                let _ = self.inner.rq.advance(slot, rq_buf);
+            }
         }
         self.inner.resp.recv.active = false;
         let kind = if c.is_error() {
@@ -435,12 +451,13 @@ impl<'a> Ctx<'a> {
                 c.ex = WcEx::Imm(imm.imm.to_be());
             }
             if let Some(ieth) = h.ieth {
-                // SEND with invalidate: the named fast-registration MR, on
-                // this QP's PD, becomes free before the receive completes.
-                // Any other key (a user or DMA MR, another PD's, a stale
-                // key byte) fails the receive and NAKs the request (rxe:
+                // SEND with invalidate: the named fast-registration MR on
+                // this QP's PD, or type 2 window bound to this QP, becomes
+                // free before the receive completes. Any other key (a user
+                // or DMA MR, another PD's, a stale key byte, a window not
+                // bound here) fails the receive and NAKs the request (rxe:
                 // RESPST_ERR_INVALIDATE_RKEY).
-                if crate::mr::invalidate(self.dev, self.rcu, self.qp.pd, ieth.rkey).is_err() {
+                if self.invalidate_key(ieth.rkey, true).is_err() {
                     c.status = WcStatus::RemInvReqErr;
                     c.byte_len = 0;
                     self.complete_recv(c, false);
@@ -458,6 +475,10 @@ impl<'a> Ctx<'a> {
     fn remote_mr(&self, rkey: u32, va: u64, len: u32, need: u32) -> Option<mr::MrRef<'a>> {
         if self.inner.attrs.access & need != need {
             return None;
+        }
+        if crate::engine::mw::is_window_key(rkey) {
+            let qp = (self.qp.pd, self.qp.qpn);
+            return crate::mw::resolve(self.dev, self.rcu, qp, rkey, (va, u64::from(len)), need);
         }
         let mr = mr::lookup_remote(self.dev, rkey, self.rcu)?;
         mr.check(self.qp.pd, va, u64::from(len), need).ok()?;

@@ -56,9 +56,9 @@ pub(crate) struct QpAttrs {
 ///
 /// # Invariants
 ///
-/// `pd`, `send_cq` and `recv_cq` are the QP's PD and CQs, and `ibqp` the
-/// core's QP, all of which outlive this value (the RDMA core holds use
-/// counts on them). `timer` is null or a timer whose callback receives
+/// `pd`, `send_cq` and `recv_cq` are the QP's PD and CQs, `srq` null or
+/// its SRQ's state, and `ibqp` the core's QP, all of which outlive this
+/// value (the RDMA core holds use counts on them). `timer` is null or a timer whose callback receives
 /// the QP, shut down before the QP is freed.
 pub(crate) struct QpFixed {
     pub(crate) qpn: u32,
@@ -75,6 +75,8 @@ pub(crate) struct QpFixed {
     /// A UC QP: nothing is acknowledged or resent; a message the
     /// responder cannot take whole is dropped.
     pub(crate) uc: bool,
+    /// The SRQ the QP takes its receive WQEs from, or null (it has an RQ).
+    pub(crate) srq: *const crate::srq::SrqState,
     pub(crate) sq_buf: QueueBuf,
     pub(crate) rq_buf: Option<QueueBuf>,
     pub(crate) sq_elem: usize,
@@ -83,6 +85,14 @@ pub(crate) struct QpFixed {
     pub(crate) sq_max_inline: u32,
     pub(crate) rq_max_sge: u32,
     pub(crate) timer: *mut sys::rroce_timer,
+}
+
+impl QpFixed {
+    /// The SRQ the QP takes its receive WQEs from, if any.
+    pub(crate) fn srq(&self) -> Option<&crate::srq::SrqState> {
+        // SAFETY: null or the QP's SRQ, which outlives it (type invariant).
+        unsafe { self.srq.as_ref() }
+    }
 }
 
 /// The transport's part of what the QP lock protects.

@@ -43,6 +43,7 @@ mod cq;
 mod mmap;
 mod mr;
 mod qp;
+mod srq;
 
 /// `IB_MGMT_MAD_SIZE` from `rdma/ib_mad.h`: a 24-byte MAD header + 232 bytes.
 const IB_MGMT_MAD_SIZE: u32 = 256;
@@ -123,6 +124,33 @@ impl Udata {
         unsafe { sys::rroce_helper_udata_ucontext(self.0) }
     }
 
+    /// Bytes the caller passed in, 0 for kernel callers.
+    fn inlen(self) -> usize {
+        if self.0.is_null() {
+            0
+        } else {
+            // SAFETY: non-null, so valid (type invariant).
+            unsafe { (*self.0).inlen }
+        }
+    }
+
+    /// Fills `buf` from the caller's input (`ib_copy_from_udata`). Only
+    /// for user calls that passed at least `buf.len()` bytes.
+    fn read(self, buf: &mut [u8]) -> Result {
+        if self.0.is_null() || self.inlen() < buf.len() {
+            return Err(EINVAL);
+        }
+        // SAFETY: the udata is valid (type invariant); the helper writes at
+        // most `buf.len()` bytes into `buf`.
+        let err = unsafe {
+            sys::rroce_helper_copy_from_udata(buf.as_mut_ptr().cast::<c_void>(), self.0, buf.len())
+        };
+        if err != 0 {
+            return Err(Error::from_errno(err));
+        }
+        Ok(())
+    }
+
     /// Copies `resp` to the caller (`ib_copy_to_udata`). Only for user
     /// calls.
     fn respond(self, resp: &[u8]) -> Result {
@@ -184,6 +212,9 @@ pub(crate) fn device_ops() -> sys::ib_device_ops {
     ops.dereg_mr = Some(mr::dereg_mr);
     ops.alloc_mr = Some(mr::alloc_mr);
     ops.map_mr_sg = Some(mr::map_mr_sg);
+    ops.alloc_mw = Some(mr::alloc_mw);
+    ops.dealloc_mw = Some(mr::dealloc_mw);
+    ops.size_ib_mw = size_of::<crate::mw::RroceMw>();
     ops.size_ib_ah = size_of::<crate::ah::RroceAh>();
     ops.create_cq = Some(cq::create_cq);
     ops.create_user_cq = Some(cq::create_cq);
@@ -202,6 +233,12 @@ pub(crate) fn device_ops() -> sys::ib_device_ops {
     ops.destroy_qp = Some(qp::destroy_qp);
     ops.post_send = Some(qp::post_send);
     ops.post_recv = Some(qp::post_recv);
+    ops.create_srq = Some(srq::create_srq);
+    ops.modify_srq = Some(srq::modify_srq);
+    ops.query_srq = Some(srq::query_srq);
+    ops.destroy_srq = Some(srq::destroy_srq);
+    ops.post_srq_recv = Some(srq::post_srq_recv);
+    ops.size_ib_srq = size_of::<crate::srq::RroceSrq>();
     ops.size_ib_qp = size_of::<crate::qp::RroceQp>();
     ops.size_ib_ucontext = size_of::<RroceUcontext>();
     ops.size_ib_pd = size_of::<RrocePd>();
@@ -243,7 +280,10 @@ unsafe extern "C" fn query_device(
         | sys::ib_device_cap_flags_IB_DEVICE_RC_RNR_NAK_GEN
         | sys::ib_device_cap_flags_IB_DEVICE_PORT_ACTIVE_EVENT
         | sys::ib_device_cap_flags_IB_DEVICE_MEM_MGT_EXTENSIONS
-        | sys::ib_device_cap_flags_IB_DEVICE_ATOMIC_WRITE) as u64;
+        | sys::ib_device_cap_flags_IB_DEVICE_ATOMIC_WRITE
+        | sys::ib_device_cap_flags_IB_DEVICE_MEM_WINDOW
+        | sys::ib_device_cap_flags_IB_DEVICE_MEM_WINDOW_TYPE_2B
+        | sys::ib_device_cap_flags_IB_DEVICE_SRQ_RESIZE) as u64;
     // `rdma link del` may unregister the device.
     a.kernel_cap_flags = sys::ib_kernel_cap_flags_IBK_ALLOW_USER_UNREG.into();
     a.max_send_sge = limits::MAX_SEND_SGE;
@@ -257,14 +297,11 @@ unsafe extern "C" fn query_device(
     a.max_res_rd_atom = limits::MAX_RES_RD_ATOM;
     a.max_qp_init_rd_atom = limits::MAX_QP_INIT_RD_ATOM;
     a.atomic_cap = sys::ib_atomic_cap_IB_ATOMIC_HCA;
-    // SRQs and memory windows are not implemented yet: report none (and
-    // no IB_DEVICE_SRQ_RESIZE / MEM_WINDOW), so applications do not plan
-    // on them. The ABI's rxe limits (MAX_SRQ*, MAX_MW) apply once they are.
-    a.max_srq = 0;
-    a.max_srq_wr = 0;
-    a.max_srq_sge = 0;
+    a.max_srq = limits::MAX_SRQ;
+    a.max_srq_wr = limits::MAX_SRQ_WR;
+    a.max_srq_sge = limits::MAX_SRQ_SGE;
     a.max_ah = limits::MAX_AH;
-    a.max_mw = 0;
+    a.max_mw = limits::MAX_MW;
     a.max_fast_reg_page_list_len = limits::MAX_FAST_REG_PAGE_LIST_LEN;
     a.max_pkeys = limits::MAX_PKEYS;
     a.local_ca_ack_delay = limits::LOCAL_CA_ACK_DELAY;

@@ -96,10 +96,16 @@ pub(super) unsafe extern "C" fn dereg_mr(
     ibmr: *mut sys::ib_mr,
     _udata: *mut sys::ib_udata,
 ) -> c_int {
+    // SAFETY: the ops contract: one of our MRs (an `RroceMr`, its
+    // invariant), live until this returns success.
+    if let Err(e) = unsafe { &*ibmr.cast::<RroceMr>() }.begin_dereg() {
+        // A memory window is bound to it: the MR stays.
+        return e.to_errno();
+    }
     // SAFETY: the ops contract: one of our MRs, after its last use, in
     // process context. Every MR the core hands back was made by `new_mr`
-    // (`RroceMr`'s invariant), and the core calls this once; it belongs to
-    // one of our devices.
+    // (`RroceMr`'s invariant), and the core calls this once it succeeds;
+    // it belongs to one of our devices.
     let (mr, dev) = unsafe {
         let mr = KBox::from_raw(ibmr.cast::<RroceMr>());
         let dev = RroceDev::from_ib(mr.ib_device());
@@ -185,4 +191,31 @@ unsafe extern "C" fn set_page(ibmr: *mut sys::ib_mr, addr: u64) -> c_int {
         Some(f) => super::to_c(f.map_page(addr)),
         None => EINVAL.to_errno(),
     }
+}
+
+/// The `alloc_mw` op: a type 1 or type 2 memory window on the PD the core
+/// set in `ibmw`.
+///
+/// # Safety
+///
+/// The [ops contract](super).
+pub(super) unsafe extern "C" fn alloc_mw(
+    ibmw: *mut sys::ib_mw,
+    _udata: *mut sys::ib_udata,
+) -> c_int {
+    // SAFETY: the ops contract: the core's new window of our device
+    // (`size_ib_mw` bytes), not yet visible to anyone.
+    super::to_c(unsafe { crate::mw::alloc(ibmw) })
+}
+
+/// The `dealloc_mw` op.
+///
+/// # Safety
+///
+/// The [ops contract](super).
+pub(super) unsafe extern "C" fn dealloc_mw(ibmw: *mut sys::ib_mw) -> c_int {
+    // SAFETY: the ops contract: a window `alloc_mw` set up, after its last
+    // use, once, in process context.
+    unsafe { crate::mw::dealloc(ibmw) };
+    0
 }

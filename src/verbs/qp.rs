@@ -246,7 +246,7 @@ pub(crate) unsafe extern "C" fn post_recv(
 /// # Safety
 ///
 /// `bad_wr` is null or valid for writes.
-unsafe fn post_result<T>(err: Result, bad_wr: *mut *const T, next: *const T) -> c_int {
+pub(super) unsafe fn post_result<T>(err: Result, bad_wr: *mut *const T, next: *const T) -> c_int {
     match err {
         Ok(()) => 0,
         Err(e) => {
@@ -381,8 +381,8 @@ impl<'a> WrList<SendWr<'a>> for SendList {
 ///
 /// `next` is null or the head of a list of valid work requests with valid
 /// SGE lists, valid for the post.
-struct RecvList {
-    next: *const sys::ib_recv_wr,
+pub(super) struct RecvList {
+    pub(super) next: *const sys::ib_recv_wr,
 }
 
 impl<'a> WrList<RecvWr<'a>> for RecvList {

@@ -2062,6 +2062,265 @@ static int t_remote_errors(struct dev *d)
 		      rc ? strerror(rc) : n2 ? wcs(&w2) : "no CQE in 10 s");
 }
 
+/* ------------------------------------------------------- memory windows */
+
+/* Posts BIND_MW of type-2 window @mw over [@addr, @addr + @len) of @mr. */
+static int bind2(struct ibv_qp *qp, uint64_t id, struct ibv_mw *mw, struct ibv_mr *mr,
+		 uint64_t addr, uint64_t len, unsigned int access, uint32_t *rkey)
+{
+	struct ibv_send_wr wr = {
+		.wr_id = id, .opcode = IBV_WR_BIND_MW, .send_flags = IBV_SEND_SIGNALED,
+	}, *bad = NULL;
+
+	*rkey = ibv_inc_rkey(mw->rkey);
+	wr.bind_mw.mw = mw;
+	wr.bind_mw.rkey = *rkey;
+	wr.bind_mw.bind_info.mr = mr;
+	wr.bind_mw.bind_info.addr = addr;
+	wr.bind_mw.bind_info.length = len;
+	wr.bind_mw.bind_info.mw_access_flags = access;
+	return errnum(ibv_post_send(qp, &wr, &bad));
+}
+
+/* Posts LOCAL_INV (or, with @op, SEND_WITH_INV of 16 bytes) naming @rkey. */
+static int post_inv(struct dev *d, struct ibv_qp *qp, uint64_t id, enum ibv_wr_opcode op,
+		    uint32_t rkey)
+{
+	struct ibv_sge sge = { raddr(d, A_OFF + SCRATCH), 16, d->mr->lkey };
+	struct ibv_send_wr wr = {
+		.wr_id = id, .opcode = op, .send_flags = IBV_SEND_SIGNALED,
+		.sg_list = op == IBV_WR_SEND_WITH_INV ? &sge : NULL,
+		.num_sge = op == IBV_WR_SEND_WITH_INV,
+	}, *bad = NULL;
+
+	wr.invalidate_rkey = rkey;
+	return errnum(ibv_post_send(qp, &wr, &bad));
+}
+
+/* A Bind or Invalidate completion: only these (H5). */
+static int mw_status_ok(const struct ibv_wc *w)
+{
+	return w->status == IBV_WC_SUCCESS || w->status == IBV_WC_WR_FLUSH_ERR ||
+	       w->status == IBV_WC_LOC_QP_OP_ERR || w->status == IBV_WC_MW_BIND_ERR;
+}
+
+#define WIN_OFF	(A_OFF + (1u << 20))	/* the windows' MR: 64 KiB of A's half */
+#define WIN_LEN	(1u << 16)
+
+/* The MR windows are bound to: local write and MW_BIND, no remote right. */
+static struct ibv_mr *win_mr(struct dev *d, unsigned int access)
+{
+	struct ibv_mr *mr = ibv_reg_mr(d->pd, d->buf + WIN_OFF, WIN_LEN, access);
+
+	if (!mr)
+		seterr("ibv_reg_mr(MW_BIND): %s", strerror(errno));
+	return mr;
+}
+
+/* Posts BIND_MW on @qp and returns its completion's status (-1: none). */
+static int bind_status(struct dev *d, struct ibv_qp *qp, struct ibv_cq *cq, struct ibv_mw *mw,
+		       struct ibv_mr *mr, uint32_t off, uint32_t len, unsigned int access,
+		       uint32_t *rkey, struct ibv_wc *w)
+{
+	if (bind2(qp, 7, mw, mr, raddr(d, off), len, access, rkey))
+		return -1;
+	if (poll_n(cq, w, 1, EV_MS) != 1)
+		return -1;
+	if (!mw_status_ok(w) || (w->status == IBV_WC_SUCCESS && w->opcode != IBV_WC_BIND_MW))
+		return -2;
+	return w->status;
+}
+
+/*
+ * Frees what a window test made, windows first (rdma_rxe warns in its pool
+ * cleanup when a process exits with windows still bound); returns @ok.
+ */
+static int mw_done(int ok, struct ibv_mw **mw, int nmw, struct ibv_mr **mr, int nmr,
+		   struct pair *p, int np)
+{
+	for (int i = 0; i < nmw; i++)
+		if (mw[i])
+			ibv_dealloc_mw(mw[i]);
+	for (int i = 0; i < np; i++)
+		pair_free(&p[i]);
+	for (int i = 0; i < nmr; i++)
+		if (mr[i])
+			ibv_dereg_mr(mr[i]);
+	return ok;
+}
+
+/*
+ * F1: a bind inside the region, granting remote write over an MR with
+ * local write, makes a token the peer writes through, on the QP the window
+ * is bound to only; a bind past the region, or granting write over an MR
+ * without local write, completes with MW_BIND_ERR.
+ */
+static int t_bind_rules(struct dev *d)
+{
+	struct pair ps[4] = { 0 };
+	struct ibv_wc w[4];
+	struct ibv_mr *mrs[2] = { win_mr(d, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND),
+				  win_mr(d, IBV_ACCESS_REMOTE_READ | IBV_ACCESS_MW_BIND) };
+	struct ibv_mr *mr = mrs[0], *nolw = mrs[1];
+	struct ibv_mw *mw[3] = { ibv_alloc_mw(d->pd, IBV_MW_TYPE_2),
+				 ibv_alloc_mw(d->pd, IBV_MW_TYPE_2),
+				 ibv_alloc_mw(d->pd, IBV_MW_TYPE_2) };
+	uint32_t rkey, rk2, rk3;
+	int st[3], n[2] = { 0 }, rc;
+
+	if (!mr || !nolw)
+		return setup_failed();
+	if (!mw[0] || !mw[1] || !mw[2])
+		return result(0, "ibv_alloc_mw(type 2): %s", strerror(errno));
+	if (pair_setup(d, &ps[0], NULL, NULL) || pair_setup(d, &ps[1], NULL, NULL) ||
+	    pair_setup(d, &ps[2], NULL, NULL) || pair_setup(d, &ps[3], NULL, NULL))
+		return setup_failed();
+	/* 256 bytes in the middle of the MR, bound on ps[0].a; ps[0].b writes. */
+	st[0] = bind_status(d, ps[0].a, ps[0].as, mw[0], mr, WIN_OFF + 256, 256, IBV_ACCESS_REMOTE_WRITE,
+			    &rkey, &w[0]);
+	memset(d->buf + B_OFF, 0xab, 256);
+	rc = post_send1(d, ps[0].b, 2, IBV_WR_RDMA_WRITE, B_OFF, 256, d->mr->lkey, IBV_SEND_SIGNALED,
+			WIN_OFF + 256, rkey);
+	if (!rc)
+		n[0] = poll_n(ps[0].bs, &w[1], 1, EV_MS);
+	int landed = d->buf[WIN_OFF + 256] == 0xab && d->buf[WIN_OFF + 511] == 0xab &&
+		     d->buf[WIN_OFF + 512] == 0;
+	/* The same token through another QP pair: ps[1].b's WRITE arrives on ps[1].a. */
+	rc = rc ? rc : post_send1(d, ps[1].b, 3, IBV_WR_RDMA_WRITE, B_OFF, 16, d->mr->lkey,
+				  IBV_SEND_SIGNALED, WIN_OFF + 256, rkey);
+	if (!rc)
+		n[1] = poll_n(ps[1].bs, &w[2], 1, EV_MS);
+	/* Past the MR's end, and write over an MR without local write. */
+	st[1] = bind_status(d, ps[2].a, ps[2].as, mw[1], mr, WIN_OFF + WIN_LEN - 128, 256,
+			    IBV_ACCESS_REMOTE_WRITE, &rk2, &w[3]);
+	st[2] = bind_status(d, ps[3].a, ps[3].as, mw[2], nolw, WIN_OFF, 256, IBV_ACCESS_REMOTE_WRITE,
+			    &rk3, &w[3]);
+	int ok = result(st[0] == IBV_WC_SUCCESS && !rc && n[0] == 1 &&
+			      w[1].status == IBV_WC_SUCCESS && landed && n[1] == 1 &&
+			      w[2].status == IBV_WC_REM_ACCESS_ERR && st[1] == IBV_WC_MW_BIND_ERR &&
+			      st[2] == IBV_WC_MW_BIND_ERR,
+		      "bind %d, WRITE through it %s (data %s), from another QP %s; bind past the "
+		      "MR %d, write over an MR without local write %d (want 0, SUCCESS, landed, "
+		      "REM_ACCESS_ERR, %d, %d)",
+		      st[0], n[0] ? wcs(&w[1]) : "no CQE", landed ? "landed" : "wrong",
+		      n[1] ? wcs(&w[2]) : "no CQE", st[1], st[2], IBV_WC_MW_BIND_ERR,
+		      IBV_WC_MW_BIND_ERR);
+	return mw_done(ok, mw, 3, mrs, 2, ps, 4);
+}
+
+/*
+ * F2: invalidating a type-2 window that was never bound fails; a window
+ * invalidated by the peer's SEND with invalidate is gone (a later access
+ * is a remote access error) and invalidating it again fails. Not for
+ * rdma_rxe: the first case dereferences a NULL pointer there.
+ */
+static int t_invalidate_rules(struct dev *d)
+{
+	struct pair ps[3] = { 0 };
+	struct ibv_wc w[5];
+	struct ibv_mr *mr = win_mr(d, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND);
+	struct ibv_mw *mws[2] = { ibv_alloc_mw(d->pd, IBV_MW_TYPE_2),
+				  ibv_alloc_mw(d->pd, IBV_MW_TYPE_2) };
+	struct ibv_mw *fresh = mws[0], *mw = mws[1];
+	uint32_t rkey;
+	int rc, st, n[4] = { 0 };
+
+	if (!mr)
+		return setup_failed();
+	if (!fresh || !mw)
+		return result(0, "ibv_alloc_mw(type 2): %s", strerror(errno));
+	if (pair_setup(d, &ps[0], NULL, NULL) || pair_setup(d, &ps[1], NULL, NULL) ||
+	    pair_setup(d, &ps[2], NULL, NULL))
+		return setup_failed();
+	/* Never bound. */
+	rc = post_inv(d, ps[0].a, 1, IBV_WR_LOCAL_INV, fresh->rkey);
+	if (!rc)
+		n[0] = poll_n(ps[0].as, &w[0], 1, EV_MS);
+	/* Bound on ps[1].a; ps[1].b's SEND with invalidate frees it. */
+	st = bind_status(d, ps[1].a, ps[1].as, mw, mr, WIN_OFF, 4096, IBV_ACCESS_REMOTE_WRITE, &rkey,
+			 &w[4]);
+	rc = rc ? rc : recv1(d, ps[1].a, 2);
+	rc = rc ? rc : post_inv(d, ps[1].b, 3, IBV_WR_SEND_WITH_INV, rkey);
+	if (!rc) {
+		n[1] = poll_n(ps[1].bs, &w[1], 1, EV_MS);
+		n[2] = poll_n(ps[1].ar, &w[2], 1, EV_MS);
+	}
+	/* A later WRITE through it, then LOCAL_INV again (on r, same PD). */
+	rc = rc ? rc : post_send1(d, ps[1].b, 4, IBV_WR_RDMA_WRITE, B_OFF, 16, d->mr->lkey,
+				  IBV_SEND_SIGNALED, WIN_OFF, rkey);
+	if (!rc)
+		n[3] = poll_n(ps[1].bs, &w[3], 1, EV_MS);
+	int ok3 = n[3] == 1 && w[3].status == IBV_WC_REM_ACCESS_ERR;
+	rc = rc ? rc : post_inv(d, ps[2].a, 5, IBV_WR_LOCAL_INV, rkey);
+	int n4 = rc ? 0 : poll_n(ps[2].as, &w[4], 1, EV_MS);
+	int ok = result(!rc && n[0] == 1 && w[0].status == IBV_WC_LOC_QP_OP_ERR &&
+			      st == IBV_WC_SUCCESS && n[1] == 1 && w[1].status == IBV_WC_SUCCESS &&
+			      n[2] == 1 && w[2].status == IBV_WC_SUCCESS &&
+			      (w[2].wc_flags & IBV_WC_WITH_INV) && w[2].invalidated_rkey == rkey &&
+			      ok3 && n4 == 1 && w[4].status == IBV_WC_LOC_QP_OP_ERR,
+		      "never bound: %s (want LOC_QP_OP_ERR); bind %d, SEND_WITH_INV %s, its "
+		      "receive %s%s; WRITE after %s (want REM_ACCESS_ERR); invalidate again %s "
+		      "(want LOC_QP_OP_ERR)",
+		      rc ? strerror(rc) : n[0] ? wcs(&w[0]) : "no CQE", st,
+		      n[1] ? wcs(&w[1]) : "no CQE", n[2] ? wcs(&w[2]) : "no CQE",
+		      n[2] && (w[2].wc_flags & IBV_WC_WITH_INV) ? " with invalidate" : "",
+		      n[3] ? wcs(&w[3]) : "no CQE", n4 ? wcs(&w[4]) : "no CQE");
+	return mw_done(ok, mws, 2, &mr, 1, ps, 3);
+}
+
+/*
+ * H5: Bind and Invalidate complete only with SUCCESS, CANCELED (flushed),
+ * INVALID_DEVICE_REQUEST (LOC_QP_OP_ERR / MW_BIND_ERR) or INTERNAL_ERROR:
+ * a refused type-1 invalidate, a bind of an already bound type-2 window
+ * and the requests flushed behind it.
+ */
+static int t_bind_invalidate_statuses(struct dev *d)
+{
+	struct pair ps[2] = { 0 };
+	struct ibv_wc w[8];
+	struct ibv_mr *mr = win_mr(d, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND);
+	struct ibv_mw *mws[2] = { ibv_alloc_mw(d->pd, IBV_MW_TYPE_1),
+				  ibv_alloc_mw(d->pd, IBV_MW_TYPE_2) };
+	struct ibv_mw *mw1 = mws[0], *mw2 = mws[1];
+	struct ibv_mw_bind b1 = {
+		.wr_id = 1, .send_flags = IBV_SEND_SIGNALED,
+		.bind_info = { .mr = mr, .addr = raddr(d, WIN_OFF), .length = 4096,
+			       .mw_access_flags = IBV_ACCESS_REMOTE_WRITE },
+	};
+	uint32_t k1, k2;
+	int rc, got = 0, bad = 0, n;
+
+	if (!mr)
+		return setup_failed();
+	if (!mw1 || !mw2)
+		return result(0, "ibv_alloc_mw: %s", strerror(errno));
+	if (pair_setup(d, &ps[0], NULL, NULL) || pair_setup(d, &ps[1], NULL, NULL))
+		return setup_failed();
+	/* Type 1: bound (success), never invalidated (refused). */
+	rc = errnum(ibv_bind_mw(ps[0].a, mw1, &b1));
+	rc = rc ? rc : post_inv(d, ps[0].a, 2, IBV_WR_LOCAL_INV, mw1->rkey);
+	/* Type 2: bound, bound again (refused), then requests behind it. */
+	rc = rc ? rc : bind2(ps[1].a, 3, mw2, mr, raddr(d, WIN_OFF), 4096, IBV_ACCESS_REMOTE_READ, &k2);
+	rc = rc ? rc : bind2(ps[1].a, 4, mw2, mr, raddr(d, WIN_OFF), 4096, IBV_ACCESS_REMOTE_READ, &k1);
+	rc = rc ? rc : post_inv(d, ps[1].a, 5, IBV_WR_LOCAL_INV, k2);
+	if (!rc) {
+		n = collect(ps[0].as, w, 2, EV_MS);
+		n += collect(ps[1].as, w + n, 3, EV_MS);
+		got = n;
+		for (int i = 0; i < n; i++)
+			bad += !mw_status_ok(&w[i]);
+	}
+	int ok = result(!rc && got == 5 && !bad && w[0].status == IBV_WC_SUCCESS &&
+			      w[1].status != IBV_WC_SUCCESS && w[2].status == IBV_WC_SUCCESS &&
+			      w[3].status == IBV_WC_MW_BIND_ERR,
+		      "%s; %d completions, %d with a status Bind/Invalidate may not have: "
+		      "type 1 bind %s, its invalidate %s; type 2 bind %s, again %s, invalidate %s",
+		      rc ? strerror(rc) : "posted", got, bad, got > 0 ? wcs(&w[0]) : "-",
+		      got > 1 ? wcs(&w[1]) : "-", got > 2 ? wcs(&w[2]) : "-",
+		      got > 3 ? wcs(&w[3]) : "-", got > 4 ? wcs(&w[4]) : "-");
+	return mw_done(ok, mws, 2, &mr, 1, ps, 2);
+}
+
 /* ------------------------------------------------------------ the runner */
 
 struct test {
@@ -2102,6 +2361,9 @@ static const struct test tests[] = {
 	{ "H1", "recv_overflow_len_err", t_recv_overflow_len_err },
 	{ "H2", "bad_lkey_prot_err", t_bad_lkey_prot_err },
 	{ "H4", "remote_errors", t_remote_errors },
+	{ "F1", "bind_rules", t_bind_rules },
+	{ "F2", "invalidate_rules", t_invalidate_rules },
+	{ "H5", "bind_invalidate_statuses", t_bind_invalidate_statuses },
 };
 
 #define NTESTS ((int)(sizeof(tests) / sizeof(tests[0])))
@@ -2207,21 +2469,22 @@ static int run_one(const struct test *t)
 static void usage(const char *prog)
 {
 	fprintf(stderr, "usage: %s -d DEV [-g GID_INDEX] [-n RACE_ITERATIONS] "
-		"[-t TEST_ID_SUBSTRING] [-l]\n", prog);
+		"[-t TEST_ID_SUBSTRING] [-x TEST_ID] [-l]\n", prog);
 	exit(2);
 }
 
 int main(int argc, char **argv)
 {
-	const char *filter = NULL;
+	const char *filter = NULL, *exclude = NULL;
 	int list = 0, c, passed = 0, failed = 0;
 
-	while ((c = getopt(argc, argv, "d:g:n:t:l")) != -1) {
+	while ((c = getopt(argc, argv, "d:g:n:t:x:l")) != -1) {
 		switch (c) {
 		case 'd': dev_name = optarg; break;
 		case 'g': gid_index = atoi(optarg); break;
 		case 'n': race_iters = atoi(optarg); break;
 		case 't': filter = optarg; break;
+		case 'x': exclude = optarg; break;
 		case 'l': list = 1; break;
 		default: usage(argv[0]);
 		}
@@ -2236,6 +2499,8 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	for (int i = 0; i < NTESTS; i++) {
 		if (filter && !strstr(tests[i].id, filter) && !strstr(tests[i].name, filter))
+			continue;
+		if (exclude && !strcmp(tests[i].id, exclude))
 			continue;
 		if (run_one(&tests[i]))
 			passed++;

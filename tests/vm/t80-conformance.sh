@@ -39,7 +39,10 @@ check conformance.del ip netns exec ns0 rdma link del rroce0
 
 # The reference: the same suite on rdma_rxe (recorded, not counted).
 if modprobe rdma_rxe && ip netns exec ns1 rdma link add rxe1 type rxe netdev v1; then
-	ip netns exec ns1 timeout 1200 "$NDCONF" -d rxe1 -g 1 -n "$ITER" >"$OUT/conformance-rxe.txt" 2>&1
+	# Not F2: invalidating a never-bound type-2 window dereferences a NULL
+	# pointer in rdma_rxe 7.3 (rxe_do_invalidate_mw); its result there is
+	# recorded by hand in Documentation/conformance.rst.
+	ip netns exec ns1 timeout 1200 "$NDCONF" -d rxe1 -g 1 -n "$ITER" -x F2 >"$OUT/conformance-rxe.txt" 2>&1
 	echo "    rdma_rxe: $(tail -1 "$OUT/conformance-rxe.txt")"
 	grep '^FAIL' "$OUT/conformance-rxe.txt" | sed 's/^/    rxe: /'
 	check conformance.rxe_suite_ran grep -qE '^[0-9]+ passed, [0-9]+ failed$' "$OUT/conformance-rxe.txt"
