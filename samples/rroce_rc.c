@@ -7,8 +7,11 @@
  * completion status, what the transport promises: SEND (with immediate)
  * at sizes around the path MTU up to 1 MiB, inline data, RDMA WRITE (with
  * immediate), RDMA READ, CmpSwap and FetchAdd, unsignaled requests,
- * completions in posting order, a send queue one WQE deep posted again
- * the moment a completion is seen, completion channel events, and the
+ * completions in posting order, ATOMIC WRITE, a shared receive queue
+ * (order, limit event, resize, last WQE reached), a memory window the
+ * peer writes through and invalidates, a send queue one WQE
+ * deep posted again the moment a completion is seen, completion channel
+ * events, and the
  * errors: RNR retries exhausted, remote access error, receive length
  * error, each followed by the flush of what was queued behind it, and
  * only on the QP that failed when the CQ is shared.
@@ -385,6 +388,236 @@ out:
 		ibv_destroy_qp(qb);
 }
 
+static int fresh_pair(struct ibv_qp **qa, struct ibv_qp **qb, int rnr_retry, struct ibv_cq *scq)
+{
+	*qa = qp_create(&A, scq);
+	*qb = qp_create(&B, NULL);
+	return !*qa || !*qb || qp_connect(*qa, &A, &B, *qb, rnr_retry, 3) ||
+	       qp_connect(*qb, &B, &A, *qa, rnr_retry, 3);
+}
+
+/* Waits up to @ms for async event @want on @ctx (others are skipped). */
+static int async_event(struct ibv_context *ctx, enum ibv_event_type want, int ms)
+{
+	struct pollfd p = { .fd = ctx->async_fd, .events = POLLIN };
+	double end = now() + ms / 1000.0;
+
+	while (now() < end) {
+		struct ibv_async_event ev;
+		int t;
+
+		if (poll(&p, 1, 100) <= 0)
+			continue;
+		if (ibv_get_async_event(ctx, &ev))
+			return 0;
+		t = ev.event_type;
+		ibv_ack_async_event(&ev);
+		if (t == (int)want)
+			return 1;
+	}
+	return 0;
+}
+
+/* SENDs @n 64-byte messages from B (seeds @seed..) and checks that A's
+ * SRQ QP receives them in order into the WQEs @ids, data intact. */
+static int srq_round(struct ibv_qp *qb, const uint64_t *ids, int n, unsigned int seed)
+{
+	struct ibv_wc wc[64], sent[64];
+	int got, bad = 0;
+
+	for (int i = 0; i < n; i++) {
+		fill(B.buf + 8192 + i * 64, 64, seed + i);
+		if (post_send(&B, qb, 500 + i, IBV_WR_SEND, 8192 + i * 64, 64, IBV_SEND_SIGNALED, 0, 0))
+			return -1;
+	}
+	got = poll_n(A.rcq, wc, n);
+	for (int i = 0; i < got; i++) {
+		uint8_t want[64];
+		/* Receive WQE wr_id is 1000 + its buffer slot. */
+		uint8_t *at = A.buf + 65536 + (wc[i].wr_id - 1000) * 64;
+
+		fill(want, 64, seed + i);
+		if (wc[i].status != IBV_WC_SUCCESS || wc[i].wr_id != ids[i] || wc[i].byte_len != 64 ||
+		    memcmp(at, want, 64))
+			bad++;
+	}
+	/* The SENDs' own completions. */
+	if (poll_n(B.scq, sent, n) != n)
+		bad++;
+	return got == n && !bad ? 0 : -1;
+}
+
+static int post_srq(struct ibv_srq *srq, uint64_t id)
+{
+	struct ibv_sge sge = { (uintptr_t)A.buf + 65536 + (id - 1000) * 64, 64, A.mr->lkey };
+	struct ibv_recv_wr wr = { .wr_id = id, .sg_list = &sge, .num_sge = 1 }, *bad;
+
+	return ibv_post_srq_recv(srq, &wr, &bad);
+}
+
+/*
+ * A shared receive queue: an RC QP on A takes its receives from an SRQ.
+ * Messages land in posting order; the armed limit raises its event once
+ * fewer WQEs remain, and disarms; a resize keeps the queued WQEs; the SRQ
+ * cannot be destroyed while a QP uses it; the QP entering the error state
+ * raises "last WQE reached".
+ */
+static void test_srq(void)
+{
+	struct ibv_srq_init_attr sia = { .attr = { .max_wr = 16, .max_sge = 1 } };
+	struct ibv_srq *srq = ibv_create_srq(A.pd, &sia);
+	struct ibv_srq_attr sa = { 0 };
+	struct ibv_qp *qa = NULL, *qb = NULL;
+	uint64_t ids[32];
+	int r;
+
+	CHECK(srq && sia.attr.max_wr >= 16, "SRQ: create (%s, max_wr %u)",
+	      srq ? "ok" : strerror(errno), sia.attr.max_wr);
+	if (!srq)
+		return;
+	{
+		struct ibv_qp_init_attr ia = {
+			.send_cq = A.scq, .recv_cq = A.rcq, .srq = srq,
+			.cap = { .max_send_wr = 16, .max_send_sge = 1 },
+			.qp_type = IBV_QPT_RC,
+		};
+		qa = ibv_create_qp(A.pd, &ia);
+	}
+	qb = qp_create(&B, NULL);
+	if (!qa || !qb || qp_connect(qa, &A, &B, qb, 7, 7) || qp_connect(qb, &B, &A, qa, 7, 7)) {
+		CHECK(0, "SRQ: a QP on it, connected (%s)", strerror(errno));
+		goto out;
+	}
+	for (int i = 0; i < 8; i++)
+		post_srq(srq, 1000 + i);
+	sa.srq_limit = 6;
+	r = ibv_modify_srq(srq, &sa, IBV_SRQ_LIMIT);
+	for (int i = 0; i < 3; i++)
+		ids[i] = 1000 + i;
+	CHECK(!r && !srq_round(qb, ids, 3, 10), "SRQ: 3 SENDs land in posting order (limit %s)",
+	      r ? strerror(r) : "armed at 6");
+	CHECK(async_event(A.ctx, IBV_EVENT_SRQ_LIMIT_REACHED, 5000),
+	      "SRQ: the limit event once 5 of 8 WQEs are left");
+	r = ibv_query_srq(srq, &sa);
+	CHECK(!r && sa.srq_limit == 0, "SRQ: the limit disarmed after it fired (limit %u)",
+	      sa.srq_limit);
+	sa.max_wr = 64;
+	r = ibv_modify_srq(srq, &sa, IBV_SRQ_MAX_WR);
+	int q = ibv_query_srq(srq, &sa);
+	CHECK(!r && !q && sa.max_wr >= 64, "SRQ: resized to %u with 5 WQEs queued (%s)",
+	      sa.max_wr, r ? strerror(r) : "ok");
+	for (int i = 0; i < 20; i++)
+		post_srq(srq, 1008 + i);
+	for (int i = 0; i < 25; i++)
+		ids[i] = i < 5 ? 1003 + i : 1008 + i - 5;
+	CHECK(!srq_round(qb, ids, 25, 40), "SRQ: 25 more SENDs: the 5 WQEs queued before the "
+	      "resize first, then the 20 after, data intact");
+	r = ibv_destroy_srq(srq);
+	CHECK(r == EBUSY, "SRQ: destroy while a QP uses it is refused (%s)", r ? strerror(r) : "ok");
+	if (!r)
+		srq = NULL;
+	{
+		struct ibv_qp_attr e = { .qp_state = IBV_QPS_ERR };
+
+		r = ibv_modify_qp(qa, &e, IBV_QP_STATE);
+	}
+	CHECK(!r && async_event(A.ctx, IBV_EVENT_QP_LAST_WQE_REACHED, 5000),
+	      "SRQ: its QP entering the error state raises last WQE reached");
+out:
+	if (qa)
+		ibv_destroy_qp(qa);
+	if (qb)
+		ibv_destroy_qp(qb);
+	if (srq)
+		CHECK(!ibv_destroy_srq(srq), "SRQ: destroyed once no QP uses it");
+}
+
+/*
+ * Memory windows across the wire: A binds a type 2 window over 4 KiB of
+ * its buffer (remote write only) on its QP; B WRITEs through the window's
+ * key, then SENDs with invalidate naming it; A's receive reports the
+ * invalidation and B's next WRITE through the key is refused.
+ */
+static void test_mw(void)
+{
+	struct ibv_mr *mr = ibv_reg_mr(A.pd, A.buf + (2u << 20), 8192,
+				       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND);
+	struct ibv_mw *mw = mr ? ibv_alloc_mw(A.pd, IBV_MW_TYPE_2) : NULL;
+	struct ibv_qp *qa = NULL, *qb = NULL;
+	struct ibv_send_wr bw = { .wr_id = 60, .opcode = IBV_WR_BIND_MW,
+				  .send_flags = IBV_SEND_SIGNALED }, *bad;
+	uint8_t *win = A.buf + (2u << 20) + 1024;
+	struct ibv_wc wc;
+	uint32_t rkey;
+	int g, r;
+
+	if (!mw) {
+		CHECK(0, "MW: register an MR with MW_BIND and allocate a type 2 window (%s)",
+		      strerror(errno));
+		goto out;
+	}
+	if (fresh_pair(&qa, &qb, 7, NULL)) {
+		CHECK(0, "MW: create and connect");
+		goto out;
+	}
+	rkey = ibv_inc_rkey(mw->rkey);
+	bw.bind_mw.mw = mw;
+	bw.bind_mw.rkey = rkey;
+	bw.bind_mw.bind_info = (struct ibv_mw_bind_info){
+		.mr = mr, .addr = (uintptr_t)win, .length = 4096,
+		.mw_access_flags = IBV_ACCESS_REMOTE_WRITE,
+	};
+	r = ibv_post_send(qa, &bw, &bad);
+	g = r ? 0 : poll_n(A.scq, &wc, 1);
+	CHECK(g == 1 && wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_BIND_MW,
+	      "MW: bind a type 2 window (%s)", g ? ibv_wc_status_str(wc.status) : "no completion");
+	memset(win, 0, 4096);
+	fill(B.buf + 4096, 4096, 61);
+	r = post_send(&B, qb, 61, IBV_WR_RDMA_WRITE, 4096, 4096, IBV_SEND_SIGNALED,
+		      (uintptr_t)win, rkey);
+	g = r ? 0 : poll_n(B.scq, &wc, 1);
+	CHECK(g == 1 && wc.status == IBV_WC_SUCCESS && !memcmp(win, B.buf + 4096, 4096),
+	      "MW: the peer WRITEs 4 KiB through the window (%s)",
+	      g ? ibv_wc_status_str(wc.status) : "no completion");
+	{
+		struct ibv_sge sge = { (uintptr_t)B.buf + 4096, 16, B.mr->lkey };
+		struct ibv_send_wr sw = { .wr_id = 62, .sg_list = &sge, .num_sge = 1,
+					  .opcode = IBV_WR_SEND_WITH_INV,
+					  .send_flags = IBV_SEND_SIGNALED };
+
+		sw.invalidate_rkey = rkey;
+		r = post_recv(&A, qa, 63, 0, 64) || ibv_post_send(qb, &sw, &bad);
+	}
+	g = r ? 0 : poll_n(A.rcq, &wc, 1);
+	/*
+	 * rdma_rxe puts the kernel's IB_WC_WITH_INVALIDATE (bit 2) into user
+	 * CQEs, which libibverbs reads as IBV_WC_IP_CSUM_OK; with rxe as the
+	 * receiver only the key and the invalidation itself are checked.
+	 */
+	int inv_flag = (wc.wc_flags & IBV_WC_WITH_INV) ||
+		       !strncmp(ibv_get_device_name(A.ctx->device), "rxe", 3);
+	CHECK(g == 1 && wc.status == IBV_WC_SUCCESS && inv_flag && wc.invalidated_rkey == rkey,
+	      "MW: the peer's SEND with invalidate frees it (%s, flags %#x, key %#x of %#x)",
+	      g ? ibv_wc_status_str(wc.status) : "no completion", g ? wc.wc_flags : 0,
+	      g ? wc.invalidated_rkey : 0, rkey);
+	g = poll_n(B.scq, &wc, 1);
+	r = post_send(&B, qb, 64, IBV_WR_RDMA_WRITE, 4096, 16, IBV_SEND_SIGNALED,
+		      (uintptr_t)win, rkey);
+	g = r ? 0 : poll_n(B.scq, &wc, 1);
+	CHECK(g == 1 && wc.status == IBV_WC_REM_ACCESS_ERR,
+	      "MW: a WRITE through the invalidated key is a remote access error (%s)",
+	      g ? ibv_wc_status_str(wc.status) : "no completion");
+out:
+	if (mw)
+		ibv_dealloc_mw(mw);
+	if (qa)
+		ibv_destroy_qp(qa);
+	if (qb)
+		ibv_destroy_qp(qb);
+	if (mr)
+		ibv_dereg_mr(mr);
+}
+
 /* Mixed requests, only some signaled: completions in posting order. */
 static void test_order_unsignaled(void)
 {
@@ -513,14 +746,6 @@ out:
 		ibv_destroy_cq(cq);
 }
 
-static int fresh_pair(struct ibv_qp **qa, struct ibv_qp **qb, int rnr_retry, struct ibv_cq *scq)
-{
-	*qa = qp_create(&A, scq);
-	*qb = qp_create(&B, NULL);
-	return !*qa || !*qb || qp_connect(*qa, &A, &B, *qb, rnr_retry, 3) ||
-	       qp_connect(*qb, &B, &A, *qa, rnr_retry, 3);
-}
-
 static int qp_state(struct ibv_qp *qp)
 {
 	struct ibv_qp_attr a;
@@ -635,6 +860,8 @@ int main(int argc, char **argv)
 	test_write_read();
 	test_atomics();
 	test_atomic_write();
+	test_srq();
+	test_mw();
 	/* Fewer under loss (-q): each lost packet costs a retransmission timeout. */
 	test_depth_one(quick ? 300 : 3000);
 	if (!quick) {

@@ -163,16 +163,18 @@ fi
 if [ "$RROCE_KASAN" = 0 ]; then
 	# The target's rdma_rw registers memory only when forced: a second,
 	# short boot with ib_core.force_mr=1 (KUnit off, it ran above) runs the
-	# NVMe over Fabrics script again, so both sides use fast registration.
-	step "VM: NVMe over Fabrics with ib_core.force_mr=1"
+	# NVMe over Fabrics script again, so both sides use fast registration;
+	# the target also uses shared receive queues there.
+	step "VM: NVMe over Fabrics with ib_core.force_mr=1 and the target on SRQs"
 	RUN2=$(mktemp -d "$RROCE_CACHE/vmrun/force_mr.XXXXXX") || { bad "cannot create a VM run directory"; finish; }
-	RROCE_VM_RUNDIR=$RUN2 RROCE_VM_APPEND="ib_core.force_mr=1 kunit.enable=0" \
+	RROCE_VM_RUNDIR=$RUN2 RROCE_VM_APPEND="ib_core.force_mr=1 nvmet_rdma.use_srq=1 kunit.enable=0" \
 		scripts/vm.sh --timeout 900 'bash tests/vm/t66-nvmeof.sh' || bad "force_mr VM run (exit $?)"
 	if [ -f "$RUN2/checks" ]; then
 		cat "$RUN2/checks"
 		PASS=$((PASS + $(grep -c '^ok ' "$RUN2/checks")))
 		while IFS= read -r l; do bad "${l#not ok }"; done < <(grep '^not ok ' "$RUN2/checks")
 		grep -q '^ok nvmeof_force_mr\.' "$RUN2/checks" || bad "the force_mr run did not see ib_core.force_mr=1"
+		grep -q '^ok nvmeof_force_mr\.target_srq' "$RUN2/checks" || bad "the force_mr run's target used no SRQ"
 	else
 		bad "no check results from the force_mr VM run"
 	fi

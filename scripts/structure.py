@@ -26,7 +26,7 @@ MAX_FILE = 900
 MAX_FN = 120
 EXEMPT_FILES = {"engine/icrc_rxe_vectors.rs", "rdma/bindings_generated.rs"}
 # Object modules whose tables the device holds: dev <-> these is allowed.
-DEV_TABLES = {"qp", "cq", "mr", "ah", "table", "counters"}
+DEV_TABLES = {"qp", "cq", "mr", "mw", "ah", "table", "counters"}
 FN = re.compile(r'^(\s*)(pub(\([^)]*\))?\s+)?(const\s+)?(unsafe\s+)?(extern "C"\s+)?fn\s+(\w+)')
 
 

@@ -31,7 +31,6 @@ use crate::{
         ring::{offset, Consumer, Layout, Producer, RingError},
         srq::{self, Limit},
     },
-    qp::{write_recv, RecvWr, WrList},
     rdma::{
         mmap::{QueueBuf, UserCtx},
         sys,
@@ -312,18 +311,18 @@ impl SrqState {
         attr.srq_limit = g.limit.get();
     }
 
-    /// `post_srq_recv` for a kernel SRQ.
-    pub(crate) fn post<'w>(&self, list: &mut impl WrList<RecvWr<'w>>) -> Result {
+    /// `post_srq_recv` for a kernel SRQ: `write` puts the work requests
+    /// into the ring (its producer end, the ring, the SGE cap), under the
+    /// SRQ lock.
+    pub(crate) fn post_kernel(
+        &self,
+        write: impl FnOnce(&mut Producer, &QueueBuf, u32) -> Result,
+    ) -> Result {
         if self.user {
             return Err(EINVAL);
         }
         let mut g = self.inner.lock();
         let inner = &mut *g;
-        while let Some(w) = list.peek() {
-            // SAFETY: a kernel SRQ's ring, used under its lock (held).
-            unsafe { write_recv(&mut inner.prod, &inner.buf, &w, self.max_sge)? };
-            list.advance();
-        }
-        Ok(())
+        write(&mut inner.prod, &inner.buf, self.max_sge)
     }
 }

@@ -156,28 +156,7 @@ impl Ctx<'_> {
                 op.remote_addr = r.remote_addr;
                 op.rkey = r.rkey;
             }
-            abi::WR_ATOMIC_WRITE => {
-                // The provider puts the 8 bytes to write where inline data
-                // goes (`dma.atomic_wr`); the kernel takes exactly 8 bytes
-                // from there, whatever the length, SGE count and inline
-                // flag say.
-                let r = w.wr.wr.rdma();
-                op.remote_addr = r.remote_addr;
-                op.rkey = r.rkey;
-                if abi::SendWqe::payload(elem, ATOMIC_WRITE_LEN as usize).is_none() {
-                    op.invalid = Some(WcStatus::LocLenErr);
-                }
-                op.inline = true;
-                op.len = ATOMIC_WRITE_LEN;
-                return op;
-            }
-            abi::WR_ATOMIC_CMP_AND_SWP | abi::WR_ATOMIC_FETCH_AND_ADD => {
-                let a = w.wr.wr.atomic();
-                op.remote_addr = a.remote_addr;
-                op.rkey = a.rkey;
-                op.compare_add = a.compare_add;
-                op.swap = a.swap;
-            }
+            abi::WR_ATOMIC_WRITE => return atomic_write_op(op, elem, w.wr.wr.rdma()),
             _ => {}
         }
         op.inline = op.flags & SEND_INLINE != 0;
@@ -536,6 +515,21 @@ impl Ctx<'_> {
 
 /// The payload of an ATOMIC WRITE: one naturally aligned 64-bit word.
 const ATOMIC_WRITE_LEN: u32 = 8;
+
+/// Completes the validation of ATOMIC WRITE `op` (send queue element
+/// `elem`, remote address and key `r`). The provider puts the 8 bytes to
+/// write where inline data goes (`dma.atomic_wr`); they are taken from
+/// there, whatever the length, SGE count and inline flag say.
+fn atomic_write_op(mut op: SendOp, elem: &[u8], r: abi::WrRdma) -> SendOp {
+    op.remote_addr = r.remote_addr;
+    op.rkey = r.rkey;
+    if abi::SendWqe::payload(elem, ATOMIC_WRITE_LEN as usize).is_none() {
+        op.invalid = Some(WcStatus::LocLenErr);
+    }
+    op.inline = true;
+    op.len = ATOMIC_WRITE_LEN;
+    op
+}
 
 /// The opcode of a SEND, WRITE or ATOMIC WRITE packet of WR opcode `wr`:
 /// the first and/or last of its message.

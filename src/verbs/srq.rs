@@ -7,6 +7,7 @@ use core::sync::atomic::Ordering;
 use kernel::{ffi::c_int, prelude::*};
 
 use super::{qp::post_result, qp::RecvList, to_c, Udata};
+use crate::qp::{write_recv, WrList};
 use crate::{
     dev::{limits, RroceDev},
     rdma::{mmap::UserCtx, sys},
@@ -161,7 +162,15 @@ pub(super) unsafe extern "C" fn post_srq_recv(
     let state = unsafe { RroceSrq::state(ibsrq) };
     // INVARIANT: the core's list of valid work requests.
     let mut list = RecvList { next: wr };
-    let err = state.post(&mut list);
+    let err = state.post_kernel(|prod, buf, max_sge| {
+        while let Some(w) = list.peek() {
+            // SAFETY: a kernel SRQ's ring, used only under its lock, which
+            // `post_kernel` holds while this runs.
+            unsafe { write_recv(prod, buf, &w, max_sge)? };
+            list.advance();
+        }
+        Ok(())
+    });
     // SAFETY: `bad_wr` is the core's output pointer.
     unsafe { post_result(err, bad_wr, list.next) }
 }

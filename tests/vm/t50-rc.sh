@@ -37,6 +37,8 @@ check rc.pingpong_100k pingpong 2 100000
 # UC: SENDs of several packets, nothing acknowledged (no loss here).
 PINGPONG=ibv_uc_pingpong check uc.pingpong_4k pingpong 1 4096
 PINGPONG=ibv_uc_pingpong check uc.pingpong_100k_ipv6 pingpong 2 100000
+# A shared receive queue: 16 RC QPs per side take from one SRQ.
+PINGPONG=ibv_srq_pingpong check srq.pingpong_4k pingpong 1 4096
 
 # UD datagrams: ibv_ud_pingpong validates the buffers (--chk); the
 # message fills most of the 1024-byte port MTU. GID 1 is IPv4, GID 2 IPv6
@@ -85,6 +87,7 @@ check_retry rc.ib_send_bw perf ib_send_bw -n 500 -s 65536
 check_retry rc.ib_write_bw perf ib_write_bw -n 500 -s 65536
 check_retry rc.ib_read_bw perf ib_read_bw -n 500 -s 65536
 check_retry rc.ib_atomic_bw perf ib_atomic_bw -n 500
+check_retry srq.ib_send_bw perf ib_send_bw --use-srq -n 500 -s 65536
 check_retry rc.ib_send_lat perf ib_send_lat -n 200 -s 2
 check_retry rc.ib_write_lat perf ib_write_lat -n 200 -s 2
 check_retry rc.ib_read_lat perf ib_read_lat -n 200 -s 4096

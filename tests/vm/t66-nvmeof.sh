@@ -15,9 +15,14 @@
 
 # Booted with ib_core.force_mr=1 (make check runs this script a second
 # time so), the target's rdma_rw registers memory with fast registration
-# too: the same checks under other names.
+# too: the same checks under other names. That boot also sets
+# nvmet_rdma.use_srq=1: the target's queues then take their receives from
+# one shared receive queue per completion vector, and every disconnect
+# drains QPs on an SRQ (ib_drain_qp waits for LAST_WQE_REACHED).
 T=nvmeof
 grep -qw 'ib_core.force_mr=1' /proc/cmdline && T=nvmeof_force_mr
+SRQ=0
+grep -qw 'nvmet_rdma.use_srq=1' /proc/cmdline && SRQ=1
 
 NQN=rroce-nvmeof-test
 ADDR=198.51.100.66
@@ -107,6 +112,16 @@ resources() {
 	[ "$qps" -ge 4 ] && [ "$mrs" -ge 1 ]
 }
 check $T.restrack resources
+if [ $SRQ = 1 ]; then
+	# The target made its SRQs on rroce66 (rdma_rw's QPs are on them).
+	target_srqs() {
+		local n
+		n=$(rdma resource show srq dev rroce66 2>/dev/null | grep -c srqn)
+		echo "SRQs $n, use_srq $(cat /sys/module/nvmet_rdma/parameters/use_srq)"
+		[ "$n" -ge 1 ]
+	}
+	check $T.target_srq target_srqs
+fi
 
 check $T.disconnect nvme disconnect -n $NQN
 check $T.reconnect connect

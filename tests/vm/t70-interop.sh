@@ -59,6 +59,7 @@ both pingpong ibv_rc_pingpong -g 1 -s 10000 -n 50 -c
 both pingpong_ipv6 ibv_rc_pingpong -g 2 -s 3000 -n 50 -c
 both ud_pingpong ibv_ud_pingpong -g 1 -s 1000 -n 100 -c
 both uc_pingpong ibv_uc_pingpong -g 1 -s 10000 -n 50 -c
+both srq_pingpong ibv_srq_pingpong -g 1 -s 4096 -n 50 -c
 # The RDMA CM across drivers: the CM's MADs between rroce's and rdma_rxe's
 # GSI QPs, then rping's RC traffic with data verification.
 modprobe rdma_ucm 2>/dev/null
@@ -79,6 +80,7 @@ both send_bw ib_send_bw -n 300 -s 65536
 both write_bw ib_write_bw -n 300 -s 65536
 both read_bw ib_read_bw -n 300 -s 65536
 both atomic_bw ib_atomic_bw -n 300
+both send_bw_srq ib_send_bw --use-srq -n 300 -s 65536
 both write_lat ib_write_lat -n 200 -s 2
 
 ip netns exec ns1 tc qdisc add dev v1 root netem loss 3% &&
