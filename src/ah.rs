@@ -117,6 +117,11 @@ impl RroceAh {
     pub(crate) fn device(&self) -> *mut sys::ib_device {
         self.ibah.device
     }
+
+    /// Its address vector (set once created).
+    pub(crate) fn av(&self) -> &AddressVector {
+        &self.av
+    }
 }
 
 /// Validates the core's attributes, copied out by the verbs: RoCE needs a

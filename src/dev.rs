@@ -29,9 +29,10 @@ const FIRST_QPN_SLOTS: usize = 3;
 /// `src/abi.rs`), plus what only the kernel needs.
 pub(crate) mod limits {
     pub(crate) use crate::abi::{
-        MAX_AH, MAX_CQ, MAX_CQE, MAX_FAST_REG_PAGE_LIST_LEN, MAX_MR, MAX_MSG_SIZE, MAX_MW, MAX_PD,
-        MAX_QP, MAX_QP_INIT_RD_ATOM, MAX_QP_RD_ATOM, MAX_QP_WR, MAX_RECV_SGE, MAX_RES_RD_ATOM,
-        MAX_SEND_SGE, MAX_SGE_RD, MAX_SRQ, MAX_SRQ_SGE, MAX_SRQ_WR,
+        MAX_AH, MAX_CQ, MAX_CQE, MAX_FAST_REG_PAGE_LIST_LEN, MAX_MCAST_GRP, MAX_MCAST_QP_ATTACH,
+        MAX_MR, MAX_MSG_SIZE, MAX_MW, MAX_PD, MAX_QP, MAX_QP_INIT_RD_ATOM, MAX_QP_RD_ATOM,
+        MAX_QP_WR, MAX_RECV_SGE, MAX_RES_RD_ATOM, MAX_SEND_SGE, MAX_SGE_RD, MAX_SRQ, MAX_SRQ_SGE,
+        MAX_SRQ_WR, MAX_TOTAL_MCAST_QP_ATTACH,
     };
     use kernel::ffi::c_int;
 

@@ -96,6 +96,7 @@ impl Registration {
         registry::init();
         crate::net::init();
         crate::transport::init();
+        crate::mcast::init();
         // SAFETY: `NETDEV_NB` is a static notifier block that stays
         // registered until `Drop`, which unregisters it.
         to_result(unsafe { sys::register_netdevice_notifier(NETDEV_NB.get()) })?;

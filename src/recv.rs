@@ -125,6 +125,9 @@ fn deliver(dev: &RroceDev, roce: &[u8], ip: &IpInfo<'_>) {
         return;
     }
     let guard = rcu::read_lock();
+    if pkt.bth().dest_qpn == crate::mcast::MCAST_QPN {
+        return deliver_multicast(dev, &pkt, ip, &guard);
+    }
     let Some(qp) = lookup_qp(dev, &pkt, &guard) else {
         return;
     };
@@ -133,6 +136,25 @@ fn deliver(dev: &RroceDev, roce: &[u8], ip: &IpInfo<'_>) {
         return;
     }
     dispatch(dev, qp, &pkt, ip, &guard);
+}
+
+/// A datagram sent to a multicast group (to QP 0xffffff at a multicast
+/// address): every UD QP of `dev` attached to the group gets it, each
+/// checked as a datagram to that QP would be.
+fn deliver_multicast(dev: &RroceDev, pkt: &wire::Packet<'_>, ip: &IpInfo<'_>, guard: &rcu::Guard) {
+    let found = crate::mcast::for_each_member(dev, &ip.dst, |qpn| {
+        let Some(qp) = dev.qps.get(qpn as usize, guard) else {
+            return;
+        };
+        if let Err(c) = check_type_keys(qp, pkt) {
+            dev.counters.inc(c);
+            return;
+        }
+        dispatch(dev, qp, pkt, ip, guard);
+    });
+    if !found {
+        dev.counters.inc(Counter::NoQp);
+    }
 }
 
 /// The destination QP of `pkt`, if it exists.

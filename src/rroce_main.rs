@@ -16,6 +16,7 @@ mod cq;
 mod dev;
 pub mod engine;
 mod link;
+mod mcast;
 mod mr;
 mod mw;
 mod net;

@@ -52,12 +52,12 @@ pub const MAX_QP_RD_ATOM: u32 = 128;
 pub const MAX_QP_INIT_RD_ATOM: u32 = 128;
 /// Responder RDMA READ/atomic resources per device.
 pub const MAX_RES_RD_ATOM: u32 = 0x3f000;
-/// Multicast groups (multicast is not implemented).
-pub const MAX_MCAST_GRP: u32 = 0;
-/// QPs per multicast group (multicast is not implemented).
-pub const MAX_MCAST_QP_ATTACH: u32 = 0;
-/// Multicast attachments per device (multicast is not implemented).
-pub const MAX_TOTAL_MCAST_QP_ATTACH: u32 = 0;
+/// UD multicast groups per device.
+pub const MAX_MCAST_GRP: u32 = 1024;
+/// QPs per multicast group.
+pub const MAX_MCAST_QP_ATTACH: u32 = 56;
+/// Multicast attachments per device.
+pub const MAX_TOTAL_MCAST_QP_ATTACH: u32 = 16384;
 /// P_Key table entries (0xffff only).
 pub const MAX_PKEYS: u32 = 1;
 /// GID table entries per port.

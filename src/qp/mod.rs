@@ -562,6 +562,9 @@ impl RroceQp {
         // The table entry goes, readers inside RCU sections finish, the
         // timer is shut down.
         st.inner.lock().dead = true;
+        // Off every multicast group (uverbs detaches what the process
+        // attached first; a kernel consumer may not have).
+        crate::mcast::detach_all(dev, self.ibqp.qp_num);
         dev.qps.clear(self.ibqp.qp_num as usize);
         // SAFETY: process context; nothing can reach the QP through the
         // table any more.

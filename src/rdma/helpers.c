@@ -17,6 +17,7 @@
 #include <linux/uaccess.h>
 #include <linux/if_vlan.h>
 #include <net/ipv6.h>
+#include <net/if_inet6.h>
 #include <net/ip6_route.h>
 #include <net/route.h>
 #include <net/udp.h>
@@ -537,3 +538,16 @@ void rroce_helper_test_sg_unmap(struct ib_device *dev, struct scatterlist *sg)
 	ib_dma_unmap_sg(dev, sg, 1, DMA_BIDIRECTIONAL);
 }
 #endif
+
+/* ---- multicast ------------------------------------------------------------*/
+
+int rroce_helper_mc_mac(struct net_device *ndev, const u8 *gid, bool add)
+{
+	unsigned char mac[ETH_ALEN];
+
+	if (ipv6_addr_v4mapped((const struct in6_addr *)gid))
+		ip_eth_mc_map(*(const __be32 *)(gid + 12), mac);
+	else
+		ipv6_eth_mc_map((const struct in6_addr *)gid, mac);
+	return add ? dev_mc_add(ndev, mac) : dev_mc_del(ndev, mac);
+}

@@ -89,6 +89,9 @@ int rroce_helper_tx_prepare(struct sk_buff *skb, struct net_device *ndev, bool i
 			    u8 **l3, u32 *l3_len);
 /* ip_local_out()/ip6_local_out(); consumes the skb. */
 int rroce_helper_tx_send(struct sk_buff *skb);
+/* Adds (or removes) the Ethernet multicast address of multicast GID @gid
+ * (IPv4-mapped or IPv6) to @ndev's filter. */
+int rroce_helper_mc_mac(struct net_device *ndev, const u8 *gid, bool add);
 
 unsigned long rroce_helper_umem_pages(struct ib_umem *umem, struct page **pages,
 				      unsigned long max);

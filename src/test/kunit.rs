@@ -223,6 +223,7 @@ selftest_suite!(
         reset_quiesces_qp,
         rejected_modify_changes_nothing,
         qp_table_full,
+        query_ah_returns_its_address,
     ]
 );
 

@@ -27,6 +27,24 @@ pub(super) unsafe extern "C" fn create_ah(
     to_c(unsafe { create(ibah, init, udata) })
 }
 
+/// The `query_ah` op (kernel consumers: `rdma_query_ah`): the address
+/// vector the AH was created with, as a RoCE GRH on port 1.
+///
+/// # Safety
+///
+/// The [ops contract](super): a live AH of ours, an attribute struct the
+/// core zeroed.
+pub(super) unsafe extern "C" fn query_ah(
+    ibah: *mut sys::ib_ah,
+    attr: *mut sys::rdma_ah_attr,
+) -> c_int {
+    // SAFETY: the ops contract: created successfully (its AV is set), and
+    // `attr` is ours to fill.
+    let (ah, attr) = unsafe { (&*ibah.cast::<RroceAh>(), &mut *attr) };
+    super::qp::write_ah_attr(attr, Some(ah.av()), 1);
+    0
+}
+
 /// # Safety
 ///
 /// `ibah` is an AH being created on an rroce device, allocated with

@@ -207,6 +207,7 @@ pub(crate) fn device_ops() -> sys::ib_device_ops {
     ops.create_ah = Some(ah::create_ah);
     ops.create_user_ah = Some(ah::create_ah);
     ops.destroy_ah = Some(ah::destroy_ah);
+    ops.query_ah = Some(ah::query_ah);
     ops.get_dma_mr = Some(mr::get_dma_mr);
     ops.reg_user_mr = Some(mr::reg_user_mr);
     ops.dereg_mr = Some(mr::dereg_mr);
@@ -233,6 +234,8 @@ pub(crate) fn device_ops() -> sys::ib_device_ops {
     ops.destroy_qp = Some(qp::destroy_qp);
     ops.post_send = Some(qp::post_send);
     ops.post_recv = Some(qp::post_recv);
+    ops.attach_mcast = Some(qp::attach_mcast);
+    ops.detach_mcast = Some(qp::detach_mcast);
     ops.create_srq = Some(srq::create_srq);
     ops.modify_srq = Some(srq::modify_srq);
     ops.query_srq = Some(srq::query_srq);
@@ -304,6 +307,9 @@ unsafe extern "C" fn query_device(
     a.max_mw = limits::MAX_MW;
     a.max_fast_reg_page_list_len = limits::MAX_FAST_REG_PAGE_LIST_LEN;
     a.max_pkeys = limits::MAX_PKEYS;
+    a.max_mcast_grp = limits::MAX_MCAST_GRP;
+    a.max_mcast_qp_attach = limits::MAX_MCAST_QP_ATTACH;
+    a.max_total_mcast_qp_attach = limits::MAX_TOTAL_MCAST_QP_ATTACH;
     a.local_ca_ack_delay = limits::LOCAL_CA_ACK_DELAY;
     0
 }

@@ -11,6 +11,7 @@ use kernel::{ffi::c_int, prelude::*};
 
 use crate::{
     ah::{av_from_attr, AddressVector},
+    dev::RroceDev,
     qp::{self, RecvWr, Remote, RroceQp, SendWr, WrList},
     rdma::{ah_attr::AhAttr, sys},
 };
@@ -142,7 +143,7 @@ pub(crate) unsafe extern "C" fn query_qp(
 /// Writes the address vector `av` (none: zeroes) into the zeroed `out`, as
 /// `rdma_ah_set_*` would: a RoCE GRH on `port`. The source GID entry
 /// (`grh.sgid_attr`) stays null: it is the core's to take and release.
-fn write_ah_attr(out: &mut sys::rdma_ah_attr, av: Option<&AddressVector>, port: u32) {
+pub(super) fn write_ah_attr(out: &mut sys::rdma_ah_attr, av: Option<&AddressVector>, port: u32) {
     out.type_ = sys::rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_ROCE;
     out.ah_flags = sys::ib_ah_flags_IB_AH_GRH as u8;
     out.port_num = port;
@@ -175,6 +176,53 @@ pub(crate) unsafe extern "C" fn destroy_qp(
     let qp = unsafe { &mut *ibqp.cast::<RroceQp>() };
     qp.destroy();
     0
+}
+
+/// The `attach_mcast` op: a UD QP joins multicast group `gid` (the LID is
+/// meaningless on RoCE).
+///
+/// # Safety
+///
+/// The [ops contract](super): a live QP of ours, a valid GID.
+pub(crate) unsafe extern "C" fn attach_mcast(
+    ibqp: *mut sys::ib_qp,
+    gid: *mut sys::ib_gid,
+    _lid: u16,
+) -> c_int {
+    // SAFETY: the ops contract.
+    let (ty, gid, dev, qpn) = unsafe {
+        (
+            (*ibqp).qp_type,
+            (*gid).raw,
+            RroceDev::from_ib((*ibqp).device),
+            (*ibqp).qp_num,
+        )
+    };
+    if ty != sys::ib_qp_type_IB_QPT_UD {
+        return EINVAL.to_errno();
+    }
+    errno(crate::mcast::attach(dev, &gid, qpn))
+}
+
+/// The `detach_mcast` op.
+///
+/// # Safety
+///
+/// The [ops contract](super): a live QP of ours, a valid GID.
+pub(crate) unsafe extern "C" fn detach_mcast(
+    ibqp: *mut sys::ib_qp,
+    gid: *mut sys::ib_gid,
+    _lid: u16,
+) -> c_int {
+    // SAFETY: the ops contract.
+    let (gid, dev, qpn) = unsafe {
+        (
+            (*gid).raw,
+            RroceDev::from_ib((*ibqp).device),
+            (*ibqp).qp_num,
+        )
+    };
+    errno(crate::mcast::detach(dev, &gid, qpn))
 }
 
 /// The `post_send` op. For user QPs (a null `wr` list) it is librxe's

@@ -128,6 +128,9 @@ perf_cm() {
 }
 check cm.rping_ipv4 rping_pair 192.0.2.1
 check cm.rping_ipv6 rping_pair 2001:db8::1
+# UD multicast: 20 datagrams to an IPv4 group through the CM (mckey).
+. tests/vm/mckey.sh
+check cm.mckey mckey_pair ns1 192.0.2.2 ns0 192.0.2.1 239.1.2.3
 check_retry cm.ib_send_bw perf_cm ib_send_bw -n 300 -s 65536
 check_retry cm.ib_write_lat perf_cm ib_write_lat -n 200 -s 2
 

@@ -466,9 +466,9 @@ struct rroce_cqe {
 #define RROCE_MAX_QP_RD_ATOM		128		/* responder RDMA READ/atomic resources per QP */
 #define RROCE_MAX_QP_INIT_RD_ATOM	128		/* initiator RDMA READ/atomic depth per QP */
 #define RROCE_MAX_RES_RD_ATOM		0x3f000		/* responder resources per device */
-#define RROCE_MAX_MCAST_GRP		0		/* multicast is not implemented */
-#define RROCE_MAX_MCAST_QP_ATTACH	0		/* multicast is not implemented */
-#define RROCE_MAX_TOTAL_MCAST_QP_ATTACH	0		/* multicast is not implemented */
+#define RROCE_MAX_MCAST_GRP		1024		/* UD multicast groups per device */
+#define RROCE_MAX_MCAST_QP_ATTACH	56		/* QPs per multicast group */
+#define RROCE_MAX_TOTAL_MCAST_QP_ATTACH	16384		/* attachments per device */
 #define RROCE_MAX_PKEYS			1		/* P_Key table: 0xffff only */
 #define RROCE_GID_TBL_LEN		1024		/* GID table entries per port */
 #define RROCE_MAX_MTU			4096		/* IB MTU bytes (IB_MTU_4096) */

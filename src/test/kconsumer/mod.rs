@@ -660,7 +660,8 @@ pub(crate) mod selftest {
         resize_under_load, solicited_and_errors,
     };
     pub(crate) use super::qplife::{
-        qp_table_full, query_fills_every_field, rejected_modify_changes_nothing, reset_quiesces_qp,
+        qp_table_full, query_ah_returns_its_address, query_fills_every_field,
+        rejected_modify_changes_nothing, reset_quiesces_qp,
     };
     pub(crate) use super::rc::kernel_rc_qps;
 }

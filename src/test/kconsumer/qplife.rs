@@ -547,3 +547,48 @@ pub(crate) fn qp_table_full() -> Result<(), &'static str> {
     }
     Ok(())
 }
+
+/// `rdma_query_ah` gives back the address an AH was created with (the
+/// `query_ah` op).
+pub(crate) fn query_ah_returns_its_address() -> Result<(), &'static str> {
+    use sys::*;
+    let dev = TestDev::new()?;
+    let Some((sgid, gid)) = loopback_gid(&dev) else {
+        return Err("no ::ffff:127.0.0.1 GID on the loopback device");
+    };
+    let pd = TestPd::new(&dev)?;
+    // SAFETY: all-zero is a valid `rdma_ah_attr`.
+    let mut attr: rdma_ah_attr = unsafe { core::mem::zeroed() };
+    attr.type_ = rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_ROCE;
+    attr.ah_flags = ib_ah_flags_IB_AH_GRH as u8;
+    attr.port_num = 1;
+    attr.sl = SL;
+    attr.grh.dgid = gid;
+    attr.grh.sgid_index = sgid;
+    attr.grh.hop_limit = HOP_LIMIT;
+    attr.grh.traffic_class = 0x20;
+    // SAFETY: a live kernel PD of the device; `attr` is valid.
+    let ah = unsafe { rdma_create_ah(pd.0, &mut attr, 0) };
+    if bad_ptr(ah) {
+        return Err("rdma_create_ah failed");
+    }
+    // SAFETY: all-zero is a valid `rdma_ah_attr`.
+    let mut out: rdma_ah_attr = unsafe { core::mem::zeroed() };
+    // SAFETY: a live AH; `out` is ours.
+    let r = unsafe { rdma_query_ah(ah, &mut out) };
+    // SAFETY: `raw` covers the union.
+    let same = r == 0
+        && unsafe { out.grh.dgid.raw == gid.raw }
+        && out.grh.sgid_index == sgid
+        && out.grh.hop_limit == HOP_LIMIT
+        && out.grh.traffic_class == 0x20
+        && out.sl == SL
+        && out.port_num == 1
+        && out.type_ == rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_ROCE;
+    // SAFETY: created above, destroyed once.
+    unsafe { rdma_destroy_ah_user(ah, 0, null_mut()) };
+    if !same {
+        return Err("rdma_query_ah did not return the AH's address");
+    }
+    Ok(())
+}
