@@ -157,6 +157,13 @@ impl Ctx<'_> {
                 op.rkey = r.rkey;
             }
             abi::WR_ATOMIC_WRITE => return atomic_write_op(op, elem, w.wr.wr.rdma()),
+            abi::WR_ATOMIC_CMP_AND_SWP | abi::WR_ATOMIC_FETCH_AND_ADD => {
+                let a = w.wr.wr.atomic();
+                op.remote_addr = a.remote_addr;
+                op.rkey = a.rkey;
+                op.compare_add = a.compare_add;
+                op.swap = a.swap;
+            }
             _ => {}
         }
         op.inline = op.flags & SEND_INLINE != 0;
