@@ -150,7 +150,8 @@ fn remove(dev: &RroceDev, gid: &[u8; 16], qpn: u32) -> bool {
     };
     let grp = &mut g[i];
     if let Some(j) = grp.qpns[..grp.n].iter().position(|q| *q == qpn) {
-        grp.qpns.copy_within(j + 1..grp.n, j);
+        // The last one takes its place (the order does not matter).
+        grp.qpns[j] = grp.qpns[grp.n - 1];
         grp.n -= 1;
     }
     if grp.n == 0 {
@@ -183,7 +184,9 @@ pub(crate) fn for_each_member(dev: &RroceDev, gid: &[u8; 16], mut f: impl FnMut(
         let d = key(dev);
         match g.iter().find(|grp| grp.dev == d && grp.gid == *gid) {
             Some(grp) => {
-                qpns[..grp.n].copy_from_slice(&grp.qpns[..grp.n]);
+                for (d, s) in qpns.iter_mut().zip(&grp.qpns[..grp.n]) {
+                    *d = *s;
+                }
                 grp.n
             }
             None => return false,
