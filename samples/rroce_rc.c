@@ -9,7 +9,8 @@
  * immediate), RDMA READ, CmpSwap and FetchAdd, unsignaled requests,
  * completions in posting order, ATOMIC WRITE, a shared receive queue
  * (order, limit event, resize, last WQE reached), a memory window the
- * peer writes through and invalidates, a send queue one WQE
+ * peer writes through and invalidates, on-demand paging (faults on every
+ * path, pages the process dropped), a send queue one WQE
  * deep posted again the moment a completion is seen, completion channel
  * events, and the
  * errors: RNR retries exhausted, remote access error, receive length
@@ -33,6 +34,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/mman.h>
 #include <infiniband/verbs.h>
 
 #include "rroce_util.h"
@@ -396,6 +398,21 @@ static int fresh_pair(struct ibv_qp **qa, struct ibv_qp **qb, int rnr_retry, str
 	       qp_connect(*qb, &B, &A, *qa, rnr_retry, 3);
 }
 
+/*
+ * Polls away what a test's QPs left in the shared CQs (the flush of a QP
+ * it moved to the error state), so the next test sees only its own.
+ */
+static void drain_cqs(void)
+{
+	struct ibv_cq *cqs[] = { A.scq, A.rcq, B.scq, B.rcq };
+	struct ibv_wc wc[16];
+
+	usleep(100000);
+	for (unsigned int i = 0; i < sizeof(cqs) / sizeof(cqs[0]); i++)
+		while (ibv_poll_cq(cqs[i], 16, wc) > 0)
+			;
+}
+
 /* Waits up to @ms for async event @want on @ctx (others are skipped). */
 static int async_event(struct ibv_context *ctx, enum ibv_event_type want, int ms)
 {
@@ -616,6 +633,107 @@ out:
 		ibv_destroy_qp(qb);
 	if (mr)
 		ibv_dereg_mr(mr);
+}
+
+/*
+ * On-demand paging: A registers 64 KiB it never touched (nothing mapped)
+ * without pinning it. B WRITEs into it (the responder faults the pages
+ * in); A's process then maps new pages over the range (the kernel takes
+ * the old ones away) and B READs zeros, the memory as it is now, not the
+ * pages the registration saw; A writes new data with the CPU and SENDs it from
+ * there (the requester faults); B SENDs into an ODP receive buffer whose
+ * pages were replaced.
+ */
+static void test_odp(void)
+{
+	const size_t len = 64 << 10, n = 16 << 10;
+	uint8_t *r;
+	struct ibv_mr *mr = NULL;
+	struct ibv_qp *qa = NULL, *qb = NULL;
+	struct ibv_wc wc;
+	int g, ok;
+
+	if (!strncmp(ibv_get_device_name(A.ctx->device), "rxe", 3)) {
+		/* Its __rxe_odp_mr_copy() neither adds the offset in the page
+		 * nor moves through the caller's buffer: every page of a
+		 * multi-page copy gets the buffer's first bytes. */
+		printf("  skip ODP with rdma_rxe owning the memory (rdma_rxe 7.3's ODP copy "
+		       "ignores offsets)\n");
+		return;
+	}
+	r = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (r == MAP_FAILED) {
+		CHECK(0, "ODP: mmap");
+		return;
+	}
+	mr = ibv_reg_mr(A.pd, r, len, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+					    IBV_ACCESS_REMOTE_READ | IBV_ACCESS_ON_DEMAND);
+	if (!mr || fresh_pair(&qa, &qb, 7, NULL)) {
+		CHECK(0, "ODP: register 64 KiB on demand and connect (%s)", strerror(errno));
+		goto out;
+	}
+	fill(B.buf + 65536, n, 71);
+	g = post_send(&B, qb, 70, IBV_WR_RDMA_WRITE, 65536, n, IBV_SEND_SIGNALED,
+		      (uintptr_t)r + 4096, mr->rkey) ? 0 : poll_n(B.scq, &wc, 1);
+	CHECK(g == 1 && wc.status == IBV_WC_SUCCESS && !memcmp(r + 4096, B.buf + 65536, n),
+	      "ODP: a WRITE into pages never touched lands (%s)",
+	      g ? ibv_wc_status_str(wc.status) : "no completion");
+	/* A new mapping over the same addresses: the old pages go (the
+	 * kernel invalidates them), the new ones are zero and not there yet. */
+	if (mmap(r, len, PROT_READ | PROT_WRITE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) !=
+	    r) {
+		CHECK(0, "ODP: map new pages over the registered range (%s)", strerror(errno));
+		goto out;
+	}
+	memset(B.buf + 131072, 0xee, n);
+	g = post_send(&B, qb, 71, IBV_WR_RDMA_READ, 131072, n, IBV_SEND_SIGNALED,
+		      (uintptr_t)r + 4096, mr->rkey) ? 0 : poll_n(B.scq, &wc, 1);
+	ok = g == 1 && wc.status == IBV_WC_SUCCESS;
+	size_t bad_at = n;
+	for (size_t i = 0; i < n; i++)
+		if (B.buf[131072 + i] != 0) {
+			bad_at = i;
+			break;
+		}
+	CHECK(ok && bad_at == n, "ODP: after the process replaced the pages, a READ sees them as "
+	      "they are now (zeros) (%s; first non-zero byte at %zu: %#x, CPU sees %#x)",
+	      g ? ibv_wc_status_str(wc.status) : "no completion", bad_at,
+	      bad_at < n ? B.buf[131072 + bad_at] : 0, bad_at < n ? r[4096 + bad_at] : 0);
+	fill(r + 32768, n, 72);
+	g = !post_recv(&B, qb, 73, 196608, n) && !ibv_post_send(qa, &(struct ibv_send_wr){
+			.wr_id = 74, .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED,
+			.num_sge = 1,
+			.sg_list = &(struct ibv_sge){ (uintptr_t)r + 32768, n, mr->lkey },
+		}, &(struct ibv_send_wr *){ NULL }) ? poll_n(B.rcq, &wc, 1) : 0;
+	CHECK(g == 1 && wc.status == IBV_WC_SUCCESS && wc.byte_len == n &&
+		      !memcmp(B.buf + 196608, r + 32768, n),
+	      "ODP: a SEND from pages the CPU wrote after registration (%s)",
+	      g ? ibv_wc_status_str(wc.status) : "no completion");
+	poll_n(A.scq, &wc, 1);
+	if (mmap(r, len, PROT_READ | PROT_WRITE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) !=
+	    r) {
+		CHECK(0, "ODP: map new pages over the registered range (%s)", strerror(errno));
+		goto out;
+	}
+	fill(B.buf + 65536, 4096, 75);
+	g = !ibv_post_recv(qa, &(struct ibv_recv_wr){
+			.wr_id = 76, .num_sge = 1,
+			.sg_list = &(struct ibv_sge){ (uintptr_t)r + 49152, 4096, mr->lkey },
+		}, &(struct ibv_recv_wr *){ NULL }) &&
+	    !post_send(&B, qb, 77, IBV_WR_SEND, 65536, 4096, IBV_SEND_SIGNALED, 0, 0)
+		? poll_n(A.rcq, &wc, 1) : 0;
+	CHECK(g == 1 && wc.status == IBV_WC_SUCCESS && !memcmp(r + 49152, B.buf + 65536, 4096),
+	      "ODP: a SEND into a receive buffer whose pages were replaced (%s)",
+	      g ? ibv_wc_status_str(wc.status) : "no completion");
+	poll_n(B.scq, &wc, 1);
+out:
+	if (qa)
+		ibv_destroy_qp(qa);
+	if (qb)
+		ibv_destroy_qp(qb);
+	if (mr)
+		ibv_dereg_mr(mr);
+	munmap(r, len);
 }
 
 /* Mixed requests, only some signaled: completions in posting order. */
@@ -861,7 +979,11 @@ int main(int argc, char **argv)
 	test_atomics();
 	test_atomic_write();
 	test_srq();
+	drain_cqs();
 	test_mw();
+	drain_cqs();
+	test_odp();
+	drain_cqs();
 	/* Fewer under loss (-q): each lost packet costs a retransmission timeout. */
 	test_depth_one(quick ? 300 : 3000);
 	if (!quick) {

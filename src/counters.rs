@@ -51,10 +51,12 @@ pub(crate) enum Counter {
     SentNakInvReq,
     /// "Remote access error" NAKs sent.
     SentNakRemAccess,
+    /// ODP page faults the work items served (pages a copy needed).
+    OdpFaults,
 }
 
 /// Number of counters.
-pub(crate) const COUNT: usize = 20;
+pub(crate) const COUNT: usize = 21;
 
 /// The names `rdma statistic` shows, in [`Counter`] order (NUL-terminated).
 const NAMES: [&[u8]; COUNT] = [
@@ -78,6 +80,7 @@ const NAMES: [&[u8]; COUNT] = [
     b"rcvd_bad_dup\0",
     b"sent_nak_inv_req\0",
     b"sent_nak_rem_access\0",
+    b"odp_faults\0",
 ];
 
 /// The counters of one device; all zero is a valid initial value (the

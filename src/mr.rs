@@ -36,7 +36,7 @@ use crate::{
     dev::RroceDev,
     engine::fastreg::{self, FrError, FrState, Registration},
     rdma::{
-        mem::{KernelMem, Umem},
+        mem::{KernelMem, OdpError, OdpMem, Umem},
         sys,
     },
 };
@@ -47,6 +47,7 @@ const SUPPORTED_ACCESS: u32 = sys::ib_access_flags_IB_ACCESS_LOCAL_WRITE
     | sys::ib_access_flags_IB_ACCESS_REMOTE_READ
     | sys::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC
     | sys::ib_access_flags_IB_ACCESS_MW_BIND
+    | sys::ib_access_flags_IB_ACCESS_ON_DEMAND
     | sys::ib_access_flags_IB_ACCESS_RELAXED_ORDERING;
 
 // The engine's page list limit is the one the device reports.
@@ -74,6 +75,8 @@ pub(crate) enum Memory {
     User(Umem),
     /// A fast-registration MR: its current registration, if valid.
     Fast(Pin<KBox<FastMr>>),
+    /// A user MR with on-demand paging: the process's pages as they are.
+    Odp(OdpMem),
 }
 
 /// A fast-registration MR's mutable part.
@@ -194,7 +197,13 @@ pub(crate) struct RroceMr {
     /// Memory windows bound to this MR, or [`DEREGISTERING`] once
     /// `dereg_mr` found none (no window may be bound after that).
     bound_mws: AtomicU32,
+    /// ODP: page faults in progress outside any RCU section, plus
+    /// [`FAULTS_CLOSED`] once deregistration began (it waits for them).
+    faults: AtomicU32,
 }
+
+/// `RroceMr::faults` once the MR is being deregistered.
+const FAULTS_CLOSED: u32 = 1 << 31;
 
 /// `RroceMr::bound_mws` of an MR being deregistered.
 const DEREGISTERING: u32 = u32::MAX;
@@ -215,6 +224,17 @@ pub(crate) enum AccessError {
     Key,
     /// Outside the MR.
     Bounds,
+    /// ODP: a page is not there right now; [`fault_in`] brings it.
+    Absent,
+}
+
+impl From<OdpError> for AccessError {
+    fn from(e: OdpError) -> Self {
+        match e {
+            OdpError::Absent => AccessError::Absent,
+            OdpError::Bounds => AccessError::Bounds,
+        }
+    }
 }
 
 impl RroceMr {
@@ -299,13 +319,15 @@ impl<'g> MrRef<'g> {
     /// What binding a memory window to this MR (on `pd`) needs to know;
     /// `None` for an MR windows cannot use (DMA, fast registration).
     pub(crate) fn window_facts(&self, pd: *mut sys::ib_pd) -> Option<crate::engine::mw::MrFacts> {
-        matches!(self.mr.mem, Memory::User(_)).then_some(crate::engine::mw::MrFacts {
-            same_pd: self.mr.pd == pd,
-            access: self.mr.access,
-            iova: self.mr.iova,
-            length: self.mr.length,
-            lkey: self.mr.lkey,
-        })
+        matches!(self.mr.mem, Memory::User(_) | Memory::Odp(_)).then_some(
+            crate::engine::mw::MrFacts {
+                same_pd: self.mr.pd == pd,
+                access: self.mr.access,
+                iova: self.mr.iova,
+                length: self.mr.length,
+                lkey: self.mr.lkey,
+            },
+        )
     }
 
     /// Counts a window bound to the MR; `false` if it is being
@@ -383,6 +405,7 @@ impl<'g> MrRef<'g> {
         match &self.mr.mem {
             Memory::Kernel(k) => k.write(va, data),
             Memory::User(u) => u.write(self.mr.offset(va)?, data),
+            Memory::Odp(o) => return Ok(o.write(self.mr.offset(va)?, data)?),
             Memory::Fast(f) => {
                 // `fast_copy` only reads `buf` when copying to memory.
                 return self.fast_copy(f, va, data.as_ptr().cast_mut(), data.len(), true);
@@ -396,6 +419,7 @@ impl<'g> MrRef<'g> {
         match &self.mr.mem {
             Memory::Kernel(k) => k.read(va, buf),
             Memory::User(u) => u.read(self.mr.offset(va)?, buf),
+            Memory::Odp(o) => return Ok(o.read(self.mr.offset(va)?, buf)?),
             Memory::Fast(f) => return self.fast_copy(f, va, buf.as_mut_ptr(), buf.len(), false),
         }
         .map_err(|_| AccessError::Bounds)
@@ -522,6 +546,40 @@ pub(crate) fn invalidate(
     Ok(())
 }
 
+/// Faults in the pages `f` names, so the transport's next copy finds
+/// them. Process context (it sleeps). `false` if they cannot be (not
+/// mapped, or read-only for a write); `true` also when the key names no
+/// ODP MR any more (the next access finds out).
+pub(crate) fn fault_in(dev: &RroceDev, f: Fault) -> bool {
+    let mr: &RroceMr = {
+        let guard = kernel::sync::rcu::read_lock();
+        let Some(m) = lookup_by(dev, f.key, &guard, f.remote) else {
+            return true;
+        };
+        if !matches!(m.mr.mem, Memory::Odp(_))
+            || m.mr
+                .faults
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                    (n & FAULTS_CLOSED == 0).then_some(n + 1)
+                })
+                .is_err()
+        {
+            return true;
+        }
+        // SAFETY: counted in `faults` above: `dereg` waits for the count
+        // to drop before it frees the MR, so it outlives the RCU section.
+        unsafe { &*core::ptr::from_ref(m.mr) }
+    };
+    let ok = match (&mr.mem, mr.offset(f.va)) {
+        (Memory::Odp(o), Ok(off)) => o.fault(off as u64, u64::from(f.len), f.write).map_err(|e| {
+            pr_debug!("ODP fault at {:#x} (+{}): {:?}\n", f.va, f.len, e);
+        }),
+        _ => Err(()),
+    };
+    mr.faults.fetch_sub(1, Ordering::AcqRel);
+    ok.is_ok()
+}
+
 /// Why gathering or scattering through a WQE's SGEs failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum SgeError {
@@ -529,6 +587,21 @@ pub(crate) enum SgeError {
     Prot,
     /// The SGEs hold fewer bytes than the message.
     Len,
+    /// ODP: pages of an SGE's MR are not there yet.
+    Absent(Fault),
+}
+
+/// ODP pages a copy needed and did not find: what [`fault_in`] brings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Fault {
+    /// The MR's key: a local key, or (`remote`) a remote one.
+    pub(crate) key: u32,
+    pub(crate) remote: bool,
+    /// The bytes.
+    pub(crate) va: u64,
+    pub(crate) len: u32,
+    /// Needed for writing.
+    pub(crate) write: bool,
 }
 
 /// The scatter/gather list of a WQE, in a kernel copy of the WQE.
@@ -570,7 +643,16 @@ pub(crate) fn walk_sges(
         let va = sge.addr.checked_add(u64::from(off)).ok_or(SgeError::Prot)?;
         mr.check(pd, va, u64::from(n), need)
             .map_err(|_| SgeError::Prot)?;
-        f(mr, va, done as usize..(done + n) as usize).map_err(|_| SgeError::Prot)?;
+        f(mr, va, done as usize..(done + n) as usize).map_err(|e| match e {
+            AccessError::Absent => SgeError::Absent(Fault {
+                key: sge.lkey,
+                remote: false,
+                va,
+                len: n,
+                write: need & sys::ib_access_flags_IB_ACCESS_LOCAL_WRITE != 0,
+            }),
+            _ => SgeError::Prot,
+        })?;
         done += n;
         off = 0;
     }
@@ -643,6 +725,7 @@ pub(crate) fn new_mr(
             iova,
             length,
             bound_mws: AtomicU32::new(0),
+            faults: AtomicU32::new(0),
         },
         GFP_KERNEL,
     ) {
@@ -680,9 +763,15 @@ impl RroceMr {
     }
 
     /// Frees an MR of `dev` (`dereg_mr`), once the transport can no longer
-    /// reach it: a user MR's umem is released before its index is.
-    /// Process context.
+    /// reach it and no page fault runs on it: a user MR's umem is released
+    /// before its index is. Process context.
     pub(crate) fn dereg(mr: KBox<Self>, dev: &RroceDev) {
+        // No new fault starts; one running ends within the core's HMM
+        // timeout.
+        mr.faults.fetch_or(FAULTS_CLOSED, Ordering::AcqRel);
+        while mr.faults.load(Ordering::Acquire) != FAULTS_CLOSED {
+            kernel::time::delay::fsleep(kernel::time::Delta::from_millis(1));
+        }
         // The transport may still hold it inside an RCU read-side section.
         dev.mrs.clear(mr.index as usize);
         kernel::sync::rcu::synchronize_rcu();

@@ -417,6 +417,7 @@ fn new_state(
                     tx: KVec::new(),
                     mtu: transport::mtu_bytes(sys::ib_mtu_IB_MTU_256),
                     epoch: 0,
+                    odp: Default::default(),
                 },
                 cap,
                 sq_prod: Producer::new(r.sq_layout),

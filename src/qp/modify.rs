@@ -31,12 +31,15 @@ pub(super) fn mask_has(mask: u32, bit: u32) -> bool {
 }
 
 /// QP access flags: which remote operations the responder allows. Unlike
-/// MR access, remote write needs no local write here.
+/// MR access, remote write needs no local write here. `IB_ACCESS_ON_DEMAND`
+/// is accepted and means nothing for a QP (rdma-core's ODP tests pass it,
+/// and rdma_rxe takes it).
 pub(super) fn check_qp_access(access: u32) -> Result {
     let allowed = sys::ib_access_flags_IB_ACCESS_LOCAL_WRITE
         | sys::ib_access_flags_IB_ACCESS_REMOTE_WRITE
         | sys::ib_access_flags_IB_ACCESS_REMOTE_READ
-        | sys::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC;
+        | sys::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC
+        | sys::ib_access_flags_IB_ACCESS_ON_DEMAND;
     if access & !allowed != 0 {
         return Err(EINVAL);
     }

@@ -107,7 +107,7 @@ impl QpState {
             if !more {
                 return;
             }
-            if left == 0 {
+            if left == 0 || self.inner.lock().t.odp_pending() {
                 // SAFETY: initialized at create; cancelled before the state
                 // is freed.
                 unsafe { sys::rroce_helper_queue_work(self.tx_work.get()) };
@@ -184,7 +184,7 @@ impl QpState {
                 let inner = self.inner.lock();
                 (
                     !inner.t.tx.is_empty(),
-                    !inner.t.resp_q.is_empty() || self.fetch_left(&inner),
+                    !inner.t.resp_q.is_empty() || self.fetch_left(&inner) || inner.t.odp_pending(),
                 )
             };
             // READ responses still to build, WQEs still to fetch: the work
@@ -291,6 +291,14 @@ unsafe extern "C" fn tx_work_fn(work: *mut sys::work_struct) {
             .cast::<QpState>()
     };
     let dev = state.dev();
+    // ODP pages the transport waits for: faulted in first (this sleeps),
+    // then everything below runs again.
+    let fault = state.inner.lock().t.odp_take();
+    if let Some(f) = fault {
+        dev.counters.inc(crate::counters::Counter::OdpFaults);
+        let ok = crate::mr::fault_in(dev, f);
+        state.inner.lock().t.odp_done(f, ok);
+    }
     let mut datagrams = KVec::new();
     let mut ud_more = false;
     {
@@ -324,6 +332,7 @@ unsafe extern "C" fn tx_work_fn(work: *mut sys::work_struct) {
     let more = {
         let inner = state.inner.lock();
         ud_more
+            || inner.t.odp_pending()
             || !inner.t.resp_q.is_empty()
             || !inner.t.tx.is_empty()
             || !inner.ud_tx.is_empty()

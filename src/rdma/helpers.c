@@ -23,6 +23,8 @@
 #include <net/udp.h>
 #include <net/udp_tunnel.h>
 #include <rdma/ib_umem.h>
+#include <rdma/ib_umem_odp.h>
+#include <linux/hmm.h>
 #include "helpers.h"
 
 int rroce_helper_copy_to_udata(struct ib_udata *udata, void *src, size_t len)
@@ -550,4 +552,181 @@ int rroce_helper_mc_mac(struct net_device *ndev, const u8 *gid, bool add)
 	else
 		ipv6_eth_mc_map((const struct in6_addr *)gid, mac);
 	return add ? dev_mc_add(ndev, mac) : dev_mc_del(ndev, mac);
+}
+
+/* ---- on-demand paging ------------------------------------------------------
+ *
+ * An ODP MR's pages are the process's, not pinned: the RDMA core faults them
+ * in (hmm_range_fault) and its MMU interval notifier tells us when they go.
+ * rroce's transport copies in any context (softirq, under the QP lock), so
+ * it never faults: it copies only pages published in @ready (@ready_w for
+ * writing) and otherwise gets -EAGAIN, and the QP's work item faults them
+ * in (rroce_helper_odp_fault, process context) for the next try.
+ *
+ * @lock orders the two: a copy holds it while it reads the pages, the
+ * notifier takes it to unpublish pages before they go, a fault takes it to
+ * publish what it mapped (under the core's umem_mutex, after its sequence
+ * check).
+ */
+struct rroce_odp {
+	struct ib_umem_odp *umem;
+	spinlock_t lock;
+	unsigned long start;	/* ib_umem_start(): page 0 */
+	unsigned long npages;	/* PAGE_SIZE pages */
+	unsigned long *ready;
+	unsigned long *ready_w;
+};
+
+/* Publishes what umem->map.pfn_list says of pages [first, first + n). */
+static void rroce_odp_publish(struct rroce_odp *o, unsigned long first, unsigned long n)
+{
+	unsigned long flags, i;
+
+	spin_lock_irqsave(&o->lock, flags);
+	for (i = first; i < first + n && i < o->npages; i++) {
+		unsigned long pfn = READ_ONCE(o->umem->map.pfn_list[i]);
+
+		if (pfn & HMM_PFN_VALID) {
+			__set_bit(i, o->ready);
+			if (pfn & HMM_PFN_WRITE)
+				__set_bit(i, o->ready_w);
+		}
+	}
+	spin_unlock_irqrestore(&o->lock, flags);
+}
+
+static bool rroce_odp_invalidate(struct mmu_interval_notifier *mni,
+				 const struct mmu_notifier_range *range, unsigned long cur_seq)
+{
+	struct ib_umem_odp *umem = container_of(mni, struct ib_umem_odp, notifier);
+	struct rroce_odp *o = umem->private;
+	unsigned long start, end, flags;
+
+	if (!mmu_notifier_range_blockable(range))
+		return false;
+	mutex_lock(&umem->umem_mutex);
+	mmu_interval_set_seq(mni, cur_seq);
+	start = max(ib_umem_start(umem), range->start);
+	end = min(ib_umem_end(umem), range->end);
+	if (start < end) {
+		if (o) {
+			unsigned long first = (start - o->start) >> PAGE_SHIFT;
+			unsigned long last = (end - 1 - o->start) >> PAGE_SHIFT;
+
+			spin_lock_irqsave(&o->lock, flags);
+			bitmap_clear(o->ready, first, last - first + 1);
+			bitmap_clear(o->ready_w, first, last - first + 1);
+			spin_unlock_irqrestore(&o->lock, flags);
+		}
+		ib_umem_odp_unmap_dma_pages(umem, start, end);
+	}
+	mutex_unlock(&umem->umem_mutex);
+	return true;
+}
+
+static const struct mmu_interval_notifier_ops rroce_odp_ops = {
+	.invalidate = rroce_odp_invalidate,
+};
+
+struct rroce_odp *rroce_helper_odp_get(struct ib_device *dev, unsigned long start,
+				       size_t len, int access)
+{
+	struct rroce_odp *o = kzalloc(sizeof(*o), GFP_KERNEL);
+	struct ib_umem_odp *umem;
+	int np;
+
+	if (!o)
+		return ERR_PTR(-ENOMEM);
+	spin_lock_init(&o->lock);
+	umem = ib_umem_odp_get(dev, start, len, access, &rroce_odp_ops);
+	if (IS_ERR(umem)) {
+		kfree(o);
+		return ERR_CAST(umem);
+	}
+	o->umem = umem;
+	o->start = ib_umem_start(umem);
+	o->npages = (ib_umem_end(umem) - o->start) >> PAGE_SHIFT;
+	o->ready = bitmap_zalloc(o->npages, GFP_KERNEL);
+	o->ready_w = bitmap_zalloc(o->npages, GFP_KERNEL);
+	if (!o->ready || !o->ready_w) {
+		bitmap_free(o->ready);
+		bitmap_free(o->ready_w);
+		ib_umem_release(&umem->umem);
+		kfree(o);
+		return ERR_PTR(-ENOMEM);
+	}
+	mutex_lock(&umem->umem_mutex);
+	umem->private = o;
+	mutex_unlock(&umem->umem_mutex);
+	/* What is already present is published now (no fault), as rxe. */
+	np = ib_umem_odp_map_dma_and_lock(umem, start, len, 0, false);
+	if (np >= 0) {
+		rroce_odp_publish(o, 0, o->npages);
+		mutex_unlock(&umem->umem_mutex);
+	}
+	return o;
+}
+
+void rroce_helper_odp_release(struct rroce_odp *o)
+{
+	/* Removes the notifier: no invalidation runs after this. */
+	ib_umem_release(&o->umem->umem);
+	bitmap_free(o->ready);
+	bitmap_free(o->ready_w);
+	kfree(o);
+}
+
+int rroce_helper_odp_fault(struct rroce_odp *o, u64 addr, u64 len, bool write)
+{
+	struct ib_umem_odp *umem = o->umem;
+	int np;
+
+	if (!len)
+		return 0;
+	if (write && !umem->umem.writable)
+		return -EPERM;
+	np = ib_umem_odp_map_dma_and_lock(umem, addr, len, write ? HMM_PFN_WRITE : 0, true);
+	if (np < 0)
+		return np;
+	rroce_odp_publish(o, (ALIGN_DOWN(addr, PAGE_SIZE) - o->start) >> PAGE_SHIFT,
+			  (ALIGN(addr + len, PAGE_SIZE) - ALIGN_DOWN(addr, PAGE_SIZE)) >> PAGE_SHIFT);
+	mutex_unlock(&umem->umem_mutex);
+	return 0;
+}
+
+int rroce_helper_odp_copy(struct rroce_odp *o, u64 addr, void *buf, size_t len, bool to_mem)
+{
+	unsigned long first, last, i, flags;
+	unsigned long *need = to_mem ? o->ready_w : o->ready;
+	size_t done = 0;
+
+	if (!len)
+		return 0;
+	if (addr < o->start || addr + len < addr ||
+	    addr + len > o->start + (o->npages << PAGE_SHIFT))
+		return -EFAULT;
+	first = (addr - o->start) >> PAGE_SHIFT;
+	last = (addr + len - 1 - o->start) >> PAGE_SHIFT;
+	spin_lock_irqsave(&o->lock, flags);
+	for (i = first; i <= last; i++) {
+		if (!test_bit(i, need)) {
+			spin_unlock_irqrestore(&o->lock, flags);
+			return -EAGAIN;
+		}
+	}
+	for (i = first; i <= last; i++) {
+		struct page *page = hmm_pfn_to_page(READ_ONCE(o->umem->map.pfn_list[i]));
+		size_t off = (addr + done) & ~PAGE_MASK;
+		size_t n = min_t(size_t, PAGE_SIZE - off, len - done);
+		u8 *va = kmap_local_page(page);
+
+		if (to_mem)
+			memcpy(va + off, (u8 *)buf + done, n);
+		else
+			memcpy((u8 *)buf + done, va + off, n);
+		kunmap_local(va);
+		done += n;
+	}
+	spin_unlock_irqrestore(&o->lock, flags);
+	return 0;
 }

@@ -130,3 +130,17 @@ int rroce_helper_test_sg_map(struct ib_device *dev, struct scatterlist *sg, void
 void rroce_helper_test_sg_unmap(struct ib_device *dev, struct scatterlist *sg);
 
 #endif /* RROCE_HELPERS_H */
+
+/* On-demand paging (see helpers.c). */
+struct rroce_odp;
+/* An ODP umem over [start, start + len) of the calling process, with the
+ * pages already present published; ERR_PTR on failure. */
+struct rroce_odp *rroce_helper_odp_get(struct ib_device *dev, unsigned long start,
+				       size_t len, int access);
+void rroce_helper_odp_release(struct rroce_odp *o);
+/* Faults [addr, addr + len) in (for writing with @write) and publishes it;
+ * process context, sleeps. */
+int rroce_helper_odp_fault(struct rroce_odp *o, u64 addr, u64 len, bool write);
+/* Copies between @buf and [addr, addr + len) if every page is published:
+ * 0, -EAGAIN (fault it in first) or -EFAULT (outside); any context. */
+int rroce_helper_odp_copy(struct rroce_odp *o, u64 addr, void *buf, size_t len, bool to_mem);

@@ -5,7 +5,7 @@
 //! kernel memory as a kernel consumer's DMA MR exposes it. Both copy to
 //! and from byte slices; `crate::mr` checks keys, rights and bounds first.
 
-use kernel::{ffi::c_int, prelude::*};
+use kernel::{error::to_result, ffi::c_int, prelude::*};
 
 use super::{is_err_ptr, sys};
 
@@ -190,5 +190,100 @@ impl KernelMem {
     /// Fills `buf` from kernel memory at `va`.
     pub(crate) fn read(&self, va: u64, buf: &mut [u8]) -> Result<(), OutOfBounds> {
         self.copy(va, buf.as_mut_ptr(), buf.len(), false)
+    }
+}
+
+/// Why a copy to or from ODP memory did not happen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum OdpError {
+    /// A page is not mapped (for writing) right now: fault it in
+    /// ([`OdpMem::fault`]) and try again.
+    Absent,
+    /// Outside the range.
+    Bounds,
+}
+
+/// A user memory range registered for on-demand paging (`ib_umem_odp`):
+/// its pages are the process's, faulted in on demand and taken away by
+/// the kernel at any time (the helper's MMU interval notifier).
+///
+/// # Invariants
+///
+/// `odp` was made by `rroce_helper_odp_get` for the range starting at user
+/// address `start` and is released once, on drop.
+pub(crate) struct OdpMem {
+    odp: core::ptr::NonNull<sys::rroce_odp>,
+    start: u64,
+}
+
+// SAFETY: the helper's copies and faults synchronize with its notifier
+// (its own lock and the core's umem mutex); the handle is just an address.
+unsafe impl Send for OdpMem {}
+// SAFETY: as above.
+unsafe impl Sync for OdpMem {}
+
+impl OdpMem {
+    /// Registers `[start, start + length)` of the calling process for
+    /// on-demand paging with `access`, publishing the pages already there.
+    ///
+    /// # Safety
+    ///
+    /// `device` is a live RDMA device; process context (the calling
+    /// process's memory is registered).
+    pub(crate) unsafe fn get(
+        device: *mut sys::ib_device,
+        start: u64,
+        length: usize,
+        access: u32,
+    ) -> Result<Self> {
+        let start_ul = kernel::ffi::c_ulong::try_from(start).map_err(|_| EINVAL)?;
+        // SAFETY: per the caller.
+        let odp = unsafe { sys::rroce_helper_odp_get(device, start_ul, length, access as c_int) };
+        if is_err_ptr(odp) {
+            return Err(Error::from_errno(odp as isize as c_int));
+        }
+        let odp = core::ptr::NonNull::new(odp).ok_or(ENOMEM)?;
+        // INVARIANT: made here for `start`, released on drop.
+        Ok(Self { odp, start })
+    }
+
+    /// Copies between `buf` and the range at byte `off`, if its pages are
+    /// there; any context.
+    fn copy(&self, off: usize, buf: *mut u8, len: usize, to_mem: bool) -> Result<(), OdpError> {
+        let addr = self.start.checked_add(off as u64).ok_or(OdpError::Bounds)?;
+        // SAFETY: live (type invariant); `buf` has `len` bytes (callers).
+        let r =
+            unsafe { sys::rroce_helper_odp_copy(self.odp.as_ptr(), addr, buf.cast(), len, to_mem) };
+        match r {
+            0 => Ok(()),
+            r if r == EAGAIN.to_errno() => Err(OdpError::Absent),
+            _ => Err(OdpError::Bounds),
+        }
+    }
+
+    /// Copies `data` into the range at byte `off`.
+    pub(crate) fn write(&self, off: usize, data: &[u8]) -> Result<(), OdpError> {
+        // `copy` only reads `data` when copying into the memory.
+        self.copy(off, data.as_ptr().cast_mut(), data.len(), true)
+    }
+
+    /// Fills `buf` from the range at byte `off`.
+    pub(crate) fn read(&self, off: usize, buf: &mut [u8]) -> Result<(), OdpError> {
+        self.copy(off, buf.as_mut_ptr(), buf.len(), false)
+    }
+
+    /// Faults `[off, off + len)` in (for writing with `write`) and
+    /// publishes it for copies. Process context: it sleeps.
+    pub(crate) fn fault(&self, off: u64, len: u64, write: bool) -> Result {
+        let addr = self.start.checked_add(off).ok_or(EINVAL)?;
+        // SAFETY: live (type invariant); process context (caller).
+        to_result(unsafe { sys::rroce_helper_odp_fault(self.odp.as_ptr(), addr, len, write) })
+    }
+}
+
+impl Drop for OdpMem {
+    fn drop(&mut self) {
+        // SAFETY: made by the helper (type invariant), released once.
+        unsafe { sys::rroce_helper_odp_release(self.odp.as_ptr()) };
     }
 }

@@ -6,7 +6,7 @@
 
 use kernel::prelude::*;
 
-use super::{Ctx, SendOp};
+use super::{Ctx, SendOp, SgeError};
 use crate::{
     abi,
     completion::WcStatus,
@@ -312,6 +312,13 @@ impl Ctx<'_> {
             sys::ib_access_flags_IB_ACCESS_LOCAL_WRITE,
             |mr, va, r| mr.write(va, data.get(r).ok_or(AccessError::Bounds)?),
         );
+        if let Err(SgeError::Absent(f)) = r {
+            if self.odp_absent(f) {
+                // ODP pages of the READ's buffer are not there: dropped;
+                // the retry timer asks for it again once they are in.
+                return;
+            }
+        }
         if r.is_err() {
             if k == 0 {
                 return self.fail_head(WcStatus::LocProtErr);
@@ -367,6 +374,12 @@ impl Ctx<'_> {
             sys::ib_access_flags_IB_ACCESS_LOCAL_WRITE,
             |mr, va, r| mr.write(va, orig.get(r).ok_or(AccessError::Bounds)?),
         );
+        if let Err(SgeError::Absent(f)) = r {
+            if self.odp_absent(f) {
+                // As for a READ response: asked for again later.
+                return;
+            }
+        }
         if r.is_err() {
             return self.fail_head(WcStatus::LocProtErr);
         }

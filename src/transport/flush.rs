@@ -78,7 +78,8 @@ impl Ctx<'_> {
         if qp.srq().is_some() {
             // The SRQ is shared: nothing there is this QP's but the WQE it
             // took for a message in progress, which it completes.
-            if self.inner.resp.recv.active {
+            if self.inner.resp.recv.active || self.inner.resp.srq_held {
+                self.inner.resp.srq_held = false;
                 let wr_id = self.inner.resp.recv.wr_id;
                 let c = Completion::new(wr_id, WcStatus::WrFlushErr, WcOpcode::Recv, qp.qpn);
                 post_cqe_to(qp, qp.recv_cq, &c, Kind::Error);

@@ -49,11 +49,13 @@ use crate::{
 
 mod comp;
 mod flush;
+mod odp;
 mod req;
 mod resp;
 mod state;
 mod ud;
 
+pub(crate) use odp::OdpWait;
 pub(crate) use resp::RespQueue;
 pub(crate) use state::{QpAttrs, QpFixed, TransportState};
 pub(crate) use ud::Datagram;
@@ -228,6 +230,8 @@ pub(crate) struct Req {
     rnr_left: u8,
     /// Waiting out an RNR NAK's timer.
     rnr_wait: bool,
+    /// Waiting for ODP pages a WQE's SGEs need (`transport::odp`).
+    odp_wait: bool,
     /// A missing READ response at this PSN was already asked for again:
     /// later out-of-order responses (still in flight from before) must not
     /// each start another retry (as rxe's `started_retry`).
@@ -287,6 +291,9 @@ pub(crate) struct Resp {
     /// On an SRQ: `IB_EVENT_QP_LAST_WQE_REACHED` was raised for this
     /// entry to the error state.
     last_wqe: bool,
+    /// On an SRQ: `rq_shadow` holds a WQE taken from it for a message put
+    /// off by an ODP fault (`resp::odp_untake`).
+    srq_held: bool,
     recv: RecvCtx,
     write: WriteCtx,
     /// The READ/atomic requests remembered for duplicates (their slots are
@@ -346,7 +353,9 @@ impl SgeError {
     /// The local completion status of the failure.
     fn status(self) -> WcStatus {
         match self {
-            SgeError::Prot => WcStatus::LocProtErr,
+            // (An absent ODP page is waited for, not a status: callers
+            // handle it first.)
+            SgeError::Prot | SgeError::Absent(_) => WcStatus::LocProtErr,
             SgeError::Len => WcStatus::LocLenErr,
         }
     }

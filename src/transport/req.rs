@@ -277,7 +277,10 @@ impl Ctx<'_> {
         }
         self.fetch();
         let was_idle = self.inner.req.una == self.inner.req.max_psn;
-        while !self.inner.req.rnr_wait && self.inner.req.cur < self.inner.req.fetched {
+        while !self.inner.req.rnr_wait
+            && !self.inner.req.odp_wait
+            && self.inner.req.cur < self.inner.req.fetched
+        {
             let k = self.inner.req.cur;
             let mut op = self.op(k);
             if op.invalid.is_some() {
@@ -428,6 +431,8 @@ impl Ctx<'_> {
                 Ok(true)
             }
             Ok(false) => Ok(false),
+            // ODP pages of an SGE are not there: the WQE waits for them.
+            Err(SgeError::Absent(f)) if self.odp_wait_requester(f) => Ok(false),
             Err(e) => Err(e.status()),
         }
     }

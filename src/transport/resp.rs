@@ -6,7 +6,7 @@
 
 use kernel::prelude::*;
 
-use super::{Ctx, RecvCtx, Resp, SgeError, WriteCtx, ATOMIC_LOCK};
+use super::{Ctx, RecvCtx, Resp, SgeError, WriteCtx};
 use crate::{
     abi,
     completion::{Completion, WcEx, WcOpcode, WcStatus},
@@ -24,6 +24,7 @@ use crate::{
     rdma::sys,
 };
 
+mod atomic;
 mod queue;
 
 pub(crate) use queue::RespQueue;
@@ -114,10 +115,22 @@ impl<'a> Ctx<'a> {
             let va = va.ok_or(SgeError::Prot)?;
             let need = sys::ib_access_flags_IB_ACCESS_REMOTE_READ;
             let mr = ctx.remote_mr(r.rkey, va, n, need).ok_or(SgeError::Prot)?;
-            mr.read(va, buf).map_err(|_| SgeError::Prot)
+            mr.read(va, buf).map_err(|e| match e {
+                AccessError::Absent => SgeError::Absent(mr::Fault {
+                    key: r.rkey,
+                    remote: true,
+                    va,
+                    len: n,
+                    write: false,
+                }),
+                _ => SgeError::Prot,
+            })
         });
         match built {
             Ok(b) => Ok(b),
+            // ODP pages are not there: the response waits (the work item
+            // faults them in and builds it).
+            Err(SgeError::Absent(f)) if self.odp_absent(f) => Ok(false),
             Err(_) => {
                 self.resp_fatal(NakCode::RemoteAccessError, psn);
                 Err(())
@@ -318,7 +331,10 @@ impl<'a> Ctx<'a> {
         if self.inner.rq_shadow.len() < e {
             return Err(());
         }
-        if let Some(srq) = self.qp.srq() {
+        if self.inner.resp.srq_held {
+            // The SRQ WQE taken for a message an ODP fault put off.
+            self.inner.resp.srq_held = false;
+        } else if let Some(srq) = self.qp.srq() {
             // The WQE leaves the SRQ now: this QP completes it.
             match srq.take(&mut self.inner.rq_shadow) {
                 Ok(Some(limit_fired)) => {
@@ -374,6 +390,14 @@ impl<'a> Ctx<'a> {
         Ok(true)
     }
 
+    /// The receive WQE just taken for a message's first packet is not used
+    /// now (ODP pages were missing; the packet comes back): an RQ's stays
+    /// on the ring, an SRQ's (which left its ring) is kept for it.
+    fn odp_untake(&mut self) {
+        self.inner.resp.recv.active = false;
+        self.inner.resp.srq_held = self.qp.srq().is_some();
+    }
+
     /// Retires the receive WQE in `rq_shadow` with completion `c`.
     pub(super) fn complete_recv(&mut self, c: Completion, solicited: bool) {
         // An SRQ's WQE left its ring when it was taken.
@@ -419,6 +443,17 @@ impl<'a> Ctx<'a> {
                 |mr, va, rg| mr.write(va, data.get(rg).ok_or(AccessError::Bounds)?),
             )
         };
+        if let Err(SgeError::Absent(f)) = scattered {
+            if self.odp_absent(f) {
+                // ODP pages of the receive buffer are not there: not now.
+                // A message's first packet gives its receive WQE back (it
+                // is taken again when the packet comes back).
+                if matches!(info.position, Position::First | Position::Only) {
+                    self.odp_untake();
+                }
+                return self.rnr_nak(psn);
+            }
+        }
         if let Err(e) = scattered {
             let status = e.status();
             let c = Completion {
@@ -534,16 +569,28 @@ impl<'a> Ctx<'a> {
             return self.resp_fatal(NakCode::InvalidRequest, psn);
         }
         if n > 0 {
-            let ok = match self.remote_mr(
+            let r = match self.remote_mr(
                 w.rkey,
                 w.va,
                 n,
                 sys::ib_access_flags_IB_ACCESS_REMOTE_WRITE,
             ) {
-                Some(mr) => mr.write(w.va, data).is_ok(),
-                None => false,
+                Some(mr) => mr.write(w.va, data),
+                None => Err(AccessError::Key),
             };
-            if !ok {
+            let f = remote_fault(w.rkey, w.va, n, true);
+            if r == Err(AccessError::Absent) && self.odp_absent(f) {
+                // ODP pages are not there: the packet comes back after
+                // the RNR timer; a first one starts its message again.
+                if matches!(info.position, Position::First | Position::Only) {
+                    self.inner.resp.write.active = false;
+                }
+                if end && h.imm_dt.is_some() {
+                    self.odp_untake();
+                }
+                return self.rnr_nak(psn);
+            }
+            if r.is_err() {
                 self.inner.resp.write.active = false;
                 return self.resp_fatal(NakCode::RemoteAccessError, psn);
             }
@@ -686,152 +733,6 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    /// A new atomic request.
-    fn on_atomic(&mut self, pkt: &wire::Packet<'_>) {
-        let psn = pkt.psn();
-        let Some(a) = pkt.headers().atomic_eth else {
-            return self.resp_fatal(NakCode::InvalidRequest, psn.get());
-        };
-        if a.va % 8 != 0 || !self.admit_rd_atomic() {
-            return self.resp_fatal(NakCode::InvalidRequest, psn.get());
-        }
-        let Some(mr) = self.remote_mr(
-            a.rkey,
-            a.va,
-            8,
-            sys::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC,
-        ) else {
-            return self.resp_fatal(NakCode::RemoteAccessError, psn.get());
-        };
-        let guard = ATOMIC_LOCK.lock();
-        let mut cur = [0u8; 8];
-        if mr.read(a.va, &mut cur).is_err() {
-            drop(guard);
-            return self.resp_fatal(NakCode::RemoteAccessError, psn.get());
-        }
-        let old = u64::from_ne_bytes(cur);
-        let new = if pkt.info().kind == OpKind::CompareSwap {
-            if old == a.compare {
-                a.swap_add
-            } else {
-                old
-            }
-        } else {
-            old.wrapping_add(a.swap_add)
-        };
-        let written = mr.write(a.va, &new.to_ne_bytes());
-        drop(guard);
-        if written.is_err() {
-            return self.resp_fatal(NakCode::RemoteAccessError, psn.get());
-        }
-        let mtu = self.mtu();
-        self.remember(RdEntry {
-            kind: RdKind::Atomic,
-            psn: psn.get(),
-            npkts: 1,
-            rkey: a.rkey,
-            va: a.va,
-            len: 8,
-            mtu,
-            orig: old,
-        });
-        self.inner.resp.accept(psn.next(), true);
-        self.queue_atomic_ack(psn.get(), old);
-    }
-
-    /// A new ATOMIC WRITE (IBA 1.5 9.4.6): one naturally aligned 64-bit
-    /// word written as a whole, answered (like a READ, and as rxe) by an
-    /// empty READ RESPONSE ONLY. It is remembered as a zero-length READ,
-    /// so a duplicate gets that response again and is never written twice.
-    fn on_atomic_write(&mut self, pkt: &wire::Packet<'_>) {
-        let psn = pkt.psn();
-        // The opcode table admits exactly 8 bytes of payload.
-        let (Some(reth), Ok(word)) = (pkt.headers().reth, <[u8; 8]>::try_from(pkt.payload()))
-        else {
-            return self.resp_fatal(NakCode::InvalidRequest, psn.get());
-        };
-        let mtu = self.mtu();
-        if reth.len != 8 || reth.va % 8 != 0 || mtu == 0 || !self.admit_rd_atomic() {
-            return self.resp_fatal(NakCode::InvalidRequest, psn.get());
-        }
-        let Some(mr) = self.remote_mr(
-            reth.rkey,
-            reth.va,
-            8,
-            sys::ib_access_flags_IB_ACCESS_REMOTE_WRITE,
-        ) else {
-            return self.resp_fatal(NakCode::RemoteAccessError, psn.get());
-        };
-        // Under the atomics' lock: an atomic on the same word never sees
-        // half of it.
-        let guard = ATOMIC_LOCK.lock();
-        let written = mr.write(reth.va, &word);
-        drop(guard);
-        if written.is_err() {
-            return self.resp_fatal(NakCode::RemoteAccessError, psn.get());
-        }
-        self.inner.resp.accept(psn.next(), true);
-        self.remember(RdEntry {
-            kind: RdKind::Read,
-            psn: psn.get(),
-            npkts: 1,
-            rkey: reth.rkey,
-            va: reth.va,
-            len: 0,
-            mtu,
-            orig: 0,
-        });
-        let item = ReadItem {
-            va: reth.va,
-            rkey: reth.rkey,
-            len: 0,
-            psn: psn.get(),
-            npkts: 1,
-            next: 0,
-            msn: self.inner.resp.msn,
-            mtu,
-            replay: false,
-        };
-        if self.inner.resp_q.push(RespItem::Read(item)) {
-            self.pump_responses(RESP_BURST);
-        }
-    }
-
-    /// A duplicate atomic: its remembered original value is sent again;
-    /// one that repeats no remembered atomic is dropped (never executed
-    /// again).
-    fn replay_atomic(&mut self, pkt: &wire::Packet<'_>) {
-        let Some(a) = pkt.headers().atomic_eth else {
-            return;
-        };
-        let cap = self.rd_cap();
-        let slots = &self.inner.resp_q.rd;
-        let Some(orig) = self
-            .inner
-            .resp
-            .rd
-            .find_atomic(slots, cap, pkt.psn(), a.rkey, a.va)
-        else {
-            self.dev.counters.inc(Counter::BadDup);
-            return;
-        };
-        self.queue_atomic_ack(pkt.psn().get(), orig);
-    }
-
-    /// The atomic ACK at `psn` returning `orig`: now, or behind queued
-    /// responses.
-    fn queue_atomic_ack(&mut self, psn: u32, orig: u64) {
-        let msn = self.inner.resp.msn;
-        if self.inner.resp_q.is_empty() {
-            self.emit_atomic_ack(psn, msn, orig);
-        } else {
-            let _ = self
-                .inner
-                .resp_q
-                .push(RespItem::AtomicAck { psn, msn, orig });
-        }
-    }
-
     /// A request at a PSN already processed.
     fn duplicate(&mut self, pkt: &wire::Packet<'_>) {
         let epsn = Psn::new(self.inner.resp.epsn);
@@ -847,5 +748,16 @@ impl<'a> Ctx<'a> {
             ),
             Duplicate::Ignore => {}
         }
+    }
+}
+
+/// The ODP pages a remote access through `rkey` needs.
+fn remote_fault(rkey: u32, va: u64, len: u32, write: bool) -> mr::Fault {
+    mr::Fault {
+        key: rkey,
+        remote: true,
+        va,
+        len,
+        write,
     }
 }

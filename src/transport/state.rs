@@ -120,6 +120,8 @@ pub(crate) struct TransportState {
     /// Bumped by RESET: packets taken out of `tx` before it are not put
     /// back after it.
     pub(crate) epoch: u32,
+    /// ODP pages the transport is waiting for (see `transport::odp`).
+    pub(crate) odp: super::OdpWait,
 }
 
 /// What KUnit looks at.

@@ -44,7 +44,7 @@ impl Ctx<'_> {
         self.fetch();
         let mut left = budget;
         while self.inner.req.fetched > 0 {
-            if left == 0 {
+            if left == 0 || self.inner.req.odp_wait {
                 return true;
             }
             left -= 1;
@@ -59,6 +59,10 @@ impl Ctx<'_> {
                             self.dev.counters.inc(Counter::NoRoute);
                         }
                         WcStatus::Success
+                    }
+                    Err(_) if self.inner.req.odp_wait => {
+                        // Waits (not completed) for its ODP pages.
+                        return true;
                     }
                     Err(s) => s,
                 }
@@ -144,15 +148,23 @@ impl Ctx<'_> {
             let src = abi::SendWqe::payload(elem, len).ok_or(WcStatus::LocLenErr)?;
             payload.copy_from_slice(src);
         } else {
-            self.walk_sges(
+            let r = self.walk_sges(
                 elem,
                 abi::SendWqe::sge,
                 op.num_sge,
                 (0, op.len),
                 0,
                 |mr, va, r| mr.read(va, payload.get_mut(r).ok_or(AccessError::Bounds)?),
-            )
-            .map_err(SgeError::status)?;
+            );
+            match r {
+                Ok(()) => {}
+                // ODP pages are not there: the WQE waits for them (the
+                // caller sees `odp_wait`).
+                Err(SgeError::Absent(f)) if self.odp_wait_requester(f) => {
+                    return Err(WcStatus::Success)
+                }
+                Err(e) => return Err(e.status()),
+            }
         }
         Ok((skb, av))
     }
@@ -238,6 +250,16 @@ impl Ctx<'_> {
             port_num: 1,
             ..Completion::new(r.wr_id, WcStatus::Success, WcOpcode::Recv, self.qp.qpn)
         };
+        if let Err(SgeError::Absent(f)) = scattered {
+            if self.odp_absent(f) && self.qp.srq().is_none() {
+                // ODP pages of the receive buffer are not there: the
+                // datagram is dropped (as on a lossy wire) and the receive
+                // WQE, still on the RQ, takes a later one once they are.
+                self.inner.resp.recv.active = false;
+                self.dev.counters.inc(Counter::UdNoRecv);
+                return;
+            }
+        }
         if let Err(e) = scattered {
             c.status = e.status();
             c.byte_len = 0;

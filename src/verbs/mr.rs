@@ -14,7 +14,7 @@ use crate::{
     engine::fastreg,
     mr::{check_access, new_mr, FastMr, Memory, RroceMr},
     rdma::{
-        mem::{KernelMem, Umem},
+        mem::{KernelMem, OdpMem, Umem},
         sys,
     },
 };
@@ -62,29 +62,28 @@ pub(super) unsafe extern "C" fn reg_user_mr(
     if length == 0 || start.checked_add(length).is_none() || iova.checked_add(length).is_none() {
         return EINVAL.to_ptr();
     }
-    // SAFETY: the ops contract: `pd` is a live PD of one of our devices;
-    // a user verb runs in process context.
-    let (dev, umem) = unsafe {
-        let device = (*pd).device;
-        (
-            RroceDev::from_ib(device),
-            Umem::pin(device, start, length as usize, access),
-        )
+    let Ok(len) = usize::try_from(length) else {
+        return EINVAL.to_ptr();
     };
-    let umem = match umem {
-        Ok(u) => u,
+    // SAFETY: the ops contract: `pd` is a live PD of one of our devices;
+    // a user verb runs in process context (the caller's memory).
+    let (dev, mem) = unsafe {
+        let device = (*pd).device;
+        let mem = if access & sys::ib_access_flags_IB_ACCESS_ON_DEMAND != 0 {
+            // Not pinned: faulted in as the transport needs it.
+            OdpMem::get(device, start, len, access).map(Memory::Odp)
+        } else {
+            Umem::pin(device, start, len, access).map(Memory::User)
+        };
+        (RroceDev::from_ib(device), mem)
+    };
+    let mem = match mem {
+        Ok(m) => m,
         Err(e) => return e.to_ptr(),
     };
-    // On failure `new_mr` drops the umem, which releases it.
+    // On failure `new_mr` drops the memory, which releases it.
     let mr_type = sys::ib_mr_type_IB_MR_TYPE_USER;
-    to_ptr(new_mr(
-        dev,
-        pd,
-        access,
-        Memory::User(umem),
-        (iova, length),
-        mr_type,
-    ))
+    to_ptr(new_mr(dev, pd, access, mem, (iova, length), mr_type))
 }
 
 /// The `dereg_mr` op.

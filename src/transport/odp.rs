@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! On-demand paging: what the transport does when a copy through an ODP
+//! MR finds a page that is not there.
+//!
+//! The transport copies with the QP lock held, often in softirq context,
+//! and a page fault sleeps: it never faults. It records the pages it
+//! needs (one request per QP, the latest) and goes on as the role allows:
+//! the requester stops at that WQE until they are in; the responder sends
+//! an RNR NAK (the requester comes back after the RNR timer, as with an
+//! ODP-capable HCA), or leaves a READ response unbuilt; the completer
+//! drops the response (the retry timer asks again); a datagram is
+//! dropped. The QP's work item, in process context, faults the pages in
+//! (`mr::fault_in`) and runs the QP again. Pages that cannot be faulted
+//! in (the range is not mapped, or read-only for a write) fail the next
+//! access that needs them like any protection error.
+
+use super::{Ctx, TransportState};
+use crate::mr::Fault;
+
+/// What the QP waits for.
+#[derive(Default)]
+pub(crate) struct OdpWait {
+    /// Pages to fault in.
+    pending: Option<Fault>,
+    /// Pages that could not be faulted in.
+    failed: Option<Fault>,
+}
+
+impl Ctx<'_> {
+    /// A copy needed pages `f` that are not there: `true` if the QP waits
+    /// for them (the work item faults them in); `false` if faulting them in
+    /// failed already, and the access fails.
+    pub(super) fn odp_absent(&mut self, f: Fault) -> bool {
+        if self.inner.odp.failed == Some(f) {
+            self.inner.odp.failed = None;
+            return false;
+        }
+        self.inner.odp.pending = Some(f);
+        true
+    }
+
+    /// The requester stops at the current WQE until `f` is in (see
+    /// [`Self::odp_absent`]).
+    pub(super) fn odp_wait_requester(&mut self, f: Fault) -> bool {
+        if !self.odp_absent(f) {
+            return false;
+        }
+        self.inner.req.odp_wait = true;
+        self.inner.req.pending = true;
+        true
+    }
+}
+
+impl TransportState {
+    /// Pages to fault in, if any (the work item).
+    pub(crate) fn odp_take(&mut self) -> Option<Fault> {
+        self.odp.pending.take()
+    }
+
+    /// Whether pages wait to be faulted in.
+    pub(crate) fn odp_pending(&self) -> bool {
+        self.odp.pending.is_some()
+    }
+
+    /// The fault for `f` ended (`ok`: the pages are in); the requester
+    /// goes on.
+    pub(crate) fn odp_done(&mut self, f: Fault, ok: bool) {
+        if !ok {
+            self.odp.failed = Some(f);
+        }
+        self.req.odp_wait = false;
+    }
+}
