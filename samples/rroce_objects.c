@@ -173,9 +173,14 @@ int main(int argc, char **argv)
 		STEP(bad_qp == NULL, "create_qp with too many SGEs refused: %s", strerror(errno));
 		bad_qia = qia;
 		bad_qia.qp_type = IBV_QPT_UC;
+		struct ibv_qp *uc = ibv_create_qp(pd, &bad_qia);
+		STEP(uc != NULL, "create_qp UC: qpn %u", uc ? uc->qp_num : 0);
+		if (uc)
+			STEP(!ibv_destroy_qp(uc), "destroy_qp UC");
+		bad_qia.qp_type = IBV_QPT_RAW_PACKET;
 		errno = 0;
 		bad_qp = ibv_create_qp(pd, &bad_qia);
-		STEP(bad_qp == NULL, "create_qp UC refused: %s", strerror(errno));
+		STEP(bad_qp == NULL, "create_qp raw packet refused: %s", strerror(errno));
 		qia.qp_type = IBV_QPT_UD;
 		struct ibv_qp *ud = ibv_create_qp(pd, &qia);
 		STEP(ud != NULL, "create_qp UD: qpn %u", ud ? ud->qp_num : 0);
