@@ -635,6 +635,24 @@ out:
 		ibv_dereg_mr(mr);
 }
 
+/* A device counter (rdma statistic) of @ctx's port 1, or -1. */
+static long hw_counter(struct ibv_context *ctx, const char *name)
+{
+	char path[256];
+	long v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/1/hw_counters/%s",
+		 ibv_get_device_name(ctx->device), name);
+	f = fopen(path, "r");
+	if (f) {
+		if (fscanf(f, "%ld", &v) != 1)
+			v = -1;
+		fclose(f);
+	}
+	return v;
+}
+
 /*
  * On-demand paging: A registers 64 KiB it never touched (nothing mapped)
  * without pinning it. B WRITEs into it (the responder faults the pages
@@ -696,9 +714,11 @@ static void test_odp(void)
 			break;
 		}
 	CHECK(ok && bad_at == n, "ODP: after the process replaced the pages, a READ sees them as "
-	      "they are now (zeros) (%s; first non-zero byte at %zu: %#x, CPU sees %#x)",
+	      "they are now (zeros) (%s; first non-zero byte at %zu: %#x, CPU sees %#x; "
+	      "odp_faults %ld)",
 	      g ? ibv_wc_status_str(wc.status) : "no completion", bad_at,
-	      bad_at < n ? B.buf[131072 + bad_at] : 0, bad_at < n ? r[4096 + bad_at] : 0);
+	      bad_at < n ? B.buf[131072 + bad_at] : 0, bad_at < n ? r[4096 + bad_at] : 0,
+	      hw_counter(A.ctx, "odp_faults"));
 	fill(r + 32768, n, 72);
 	g = !post_recv(&B, qb, 73, 196608, n) && !ibv_post_send(qa, &(struct ibv_send_wr){
 			.wr_id = 74, .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED,

@@ -150,6 +150,9 @@ impl Drop for Registration {
         if !DEVICES.lock().is_empty() {
             pr_warn!("devices still registered at unload\n");
         }
+        // The devices' QPs are gone, so are their groups; the table's
+        // memory goes with the module.
+        crate::mcast::exit();
     }
 }
 

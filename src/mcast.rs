@@ -33,13 +33,20 @@ struct Group {
 
 kernel::sync::global_lock! {
     // SAFETY: `init` runs in module init before any device exists.
-    unsafe(uninit) static GROUPS: SpinLockIrq<KVec<Group>> = KVec::new();
+    unsafe(uninit) static GROUPS: SpinLockIrq<KVec<KBox<Group>>> = KVec::new();
 }
 
 /// Initializes the group table (module init).
 pub(crate) fn init() {
     // SAFETY: called once, first.
     unsafe { GROUPS.init() };
+}
+
+/// Frees the group table (module exit, after every device is gone).
+pub(crate) fn exit() {
+    let table = core::mem::take(&mut *GROUPS.lock());
+    // Freed outside the lock.
+    drop(table);
 }
 
 /// Whether `gid` is a multicast address: IPv4-mapped 224.0.0.0/4, or
@@ -62,6 +69,18 @@ pub(crate) fn attach(dev: &RroceDev, gid: &[u8; 16], qpn: u32) -> Result {
     if !is_multicast(gid) {
         return Err(EINVAL);
     }
+    // A new group, made outside the lock in case the group is new.
+    let mut qpns = [0; limits::MAX_MCAST_QP_ATTACH as usize];
+    qpns[0] = qpn;
+    let fresh = KBox::new(
+        Group {
+            dev: key(dev),
+            gid: *gid,
+            qpns,
+            n: 1,
+        },
+        GFP_KERNEL,
+    )?;
     {
         let mut g = GROUPS.lock();
         let d = key(dev);
@@ -79,27 +98,19 @@ pub(crate) fn attach(dev: &RroceDev, gid: &[u8; 16], qpn: u32) -> Result {
                     // Attached already: nothing changes (as rxe).
                     return Ok(());
                 }
-                let slot = grp.qpns.get_mut(grp.n).ok_or(ENOMEM)?;
+                let n = grp.n;
+                let slot = grp.qpns.get_mut(n).ok_or(ENOMEM)?;
                 *slot = qpn;
-                grp.n += 1;
+                grp.n = n + 1;
             }
             None => {
                 if groups >= limits::MAX_MCAST_GRP {
                     return Err(ENOMEM);
                 }
-                let mut qpns = [0; limits::MAX_MCAST_QP_ATTACH as usize];
-                qpns[0] = qpn;
-                // Under the lock, with interrupts off: an atomic
-                // allocation (attach is a control path).
-                g.push(
-                    Group {
-                        dev: d,
-                        gid: *gid,
-                        qpns,
-                        n: 1,
-                    },
-                    GFP_ATOMIC,
-                )?;
+                // Under the lock, with interrupts off, the table of
+                // pointers may grow: an atomic allocation of at most a few
+                // KiB (attach is a control path).
+                g.push(fresh, GFP_ATOMIC)?;
             }
         }
     }
@@ -154,9 +165,10 @@ fn remove(dev: &RroceDev, gid: &[u8; 16], qpn: u32) -> bool {
         grp.qpns[j] = grp.qpns[grp.n - 1];
         grp.n -= 1;
     }
-    if grp.n == 0 {
-        let _ = g.remove(i);
-    }
+    let empty = if grp.n == 0 { g.remove(i).ok() } else { None };
+    drop(g);
+    // An empty group is freed outside the lock.
+    drop(empty);
     true
 }
 

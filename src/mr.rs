@@ -330,6 +330,19 @@ impl<'g> MrRef<'g> {
         )
     }
 
+    /// The pages of `[va, va + len)` of this MR, for [`fault_in`] (named
+    /// by its local key: an access through a window key faults in the
+    /// window's MR).
+    pub(crate) fn fault(&self, va: u64, len: u32, write: bool) -> Fault {
+        Fault {
+            key: self.mr.lkey,
+            remote: false,
+            va,
+            len,
+            write,
+        }
+    }
+
     /// Counts a window bound to the MR; `false` if it is being
     /// deregistered.
     pub(crate) fn pin_window(&self) -> bool {
@@ -548,13 +561,13 @@ pub(crate) fn invalidate(
 
 /// Faults in the pages `f` names, so the transport's next copy finds
 /// them. Process context (it sleeps). `false` if they cannot be (not
-/// mapped, or read-only for a write); `true` also when the key names no
-/// ODP MR any more (the next access finds out).
+/// mapped, or read-only for a write), or if the key names no ODP MR any
+/// more: the next access that needs them fails instead of waiting again.
 pub(crate) fn fault_in(dev: &RroceDev, f: Fault) -> bool {
     let mr: &RroceMr = {
         let guard = kernel::sync::rcu::read_lock();
         let Some(m) = lookup_by(dev, f.key, &guard, f.remote) else {
-            return true;
+            return false;
         };
         if !matches!(m.mr.mem, Memory::Odp(_))
             || m.mr
@@ -564,7 +577,7 @@ pub(crate) fn fault_in(dev: &RroceDev, f: Fault) -> bool {
                 })
                 .is_err()
         {
-            return true;
+            return false;
         }
         // SAFETY: counted in `faults` above: `dereg` waits for the count
         // to drop before it frees the MR, so it outlives the RCU section.

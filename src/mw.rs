@@ -214,6 +214,28 @@ pub(crate) fn invalidate(
     Ok(())
 }
 
+/// Ends the type 2 bindings to QP `qpn` of `dev`, which is being destroyed
+/// (a later QP with its number must not reach them). Process context.
+pub(crate) fn unbind_qp(dev: &RroceDev, qpn: u32) {
+    for i in 0..dev.mws.len() {
+        let ended = {
+            let guard = rcu::read_lock();
+            let Some(w) = dev.mws.get(i, &guard) else {
+                continue;
+            };
+            let mut st = w.st.lock();
+            if st.ty == MwType::Two && st.binding.is_some() && st.qpn == qpn {
+                st.invalidate()
+            } else {
+                None
+            }
+        };
+        if let Some(b) = ended {
+            unpin_mr(dev, b);
+        }
+    }
+}
+
 /// The MR behind window key `key` for `len` bytes at `va` with the `need`
 /// rights, reached by QP `qpn` on `pd`: the window grants them and the
 /// range lies inside it and its MR. Valid while `guard` is held.

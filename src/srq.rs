@@ -12,8 +12,9 @@
 //! Locking: `SrqState::inner` is an IRQ-safe spinlock taken under a QP's
 //! lock (the responder) or alone (the verbs); nothing is taken under it. A
 //! resize allocates the new ring first and frees the old one after
-//! unlocking, as a CQ's. Events (`IB_EVENT_SRQ_LIMIT_REACHED`) are raised
-//! by the caller after the lock is dropped.
+//! unlocking, as a CQ's. The limit event (`IB_EVENT_SRQ_LIMIT_REACHED`)
+//! is raised by the responder after the SRQ lock is dropped, under the QP
+//! lock, as rdma_rxe raises it under its own.
 
 use core::pin::Pin;
 

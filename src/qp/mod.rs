@@ -566,6 +566,9 @@ impl RroceQp {
         // Off every multicast group (uverbs detaches what the process
         // attached first; a kernel consumer may not have).
         crate::mcast::detach_all(dev, self.ibqp.qp_num);
+        // Type 2 windows bound to it are unbound: a later QP with its
+        // number must not reach them.
+        crate::mw::unbind_qp(dev, self.ibqp.qp_num);
         dev.qps.clear(self.ibqp.qp_num as usize);
         // SAFETY: process context; nothing can reach the QP through the
         // table any more.

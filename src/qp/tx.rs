@@ -297,7 +297,9 @@ unsafe extern "C" fn tx_work_fn(work: *mut sys::work_struct) {
     if let Some(f) = fault {
         dev.counters.inc(crate::counters::Counter::OdpFaults);
         let ok = crate::mr::fault_in(dev, f);
-        state.inner.lock().t.odp_done(f, ok);
+        let guard = rcu::read_lock();
+        let mut inner = state.inner.lock();
+        state.ctx(&mut inner, &guard).odp_done(f, ok);
     }
     let mut datagrams = KVec::new();
     let mut ud_more = false;

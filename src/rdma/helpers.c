@@ -568,6 +568,12 @@ int rroce_helper_mc_mac(struct net_device *ndev, const u8 *gid, bool add)
  * publish what it mapped (under the core's umem_mutex, after its sequence
  * check).
  */
+bool rroce_helper_odp_enabled(void)
+{
+	return IS_ENABLED(CONFIG_INFINIBAND_ON_DEMAND_PAGING);
+}
+
+#if IS_ENABLED(CONFIG_INFINIBAND_ON_DEMAND_PAGING)
 struct rroce_odp {
 	struct ib_umem_odp *umem;
 	spinlock_t lock;
@@ -730,3 +736,24 @@ int rroce_helper_odp_copy(struct rroce_odp *o, u64 addr, void *buf, size_t len, 
 	spin_unlock_irqrestore(&o->lock, flags);
 	return 0;
 }
+#else /* !CONFIG_INFINIBAND_ON_DEMAND_PAGING: the device offers no ODP */
+struct rroce_odp *rroce_helper_odp_get(struct ib_device *dev, unsigned long start,
+				       size_t len, int access)
+{
+	return ERR_PTR(-EOPNOTSUPP);
+}
+
+void rroce_helper_odp_release(struct rroce_odp *o)
+{
+}
+
+int rroce_helper_odp_fault(struct rroce_odp *o, u64 addr, u64 len, bool write)
+{
+	return -EOPNOTSUPP;
+}
+
+int rroce_helper_odp_copy(struct rroce_odp *o, u64 addr, void *buf, size_t len, bool to_mem)
+{
+	return -EFAULT;
+}
+#endif

@@ -133,6 +133,8 @@ void rroce_helper_test_sg_unmap(struct ib_device *dev, struct scatterlist *sg);
 
 /* On-demand paging (see helpers.c). */
 struct rroce_odp;
+/* Whether the kernel has it (CONFIG_INFINIBAND_ON_DEMAND_PAGING). */
+bool rroce_helper_odp_enabled(void);
 /* An ODP umem over [start, start + len) of the calling process, with the
  * pages already present published; ERR_PTR on failure. */
 struct rroce_odp *rroce_helper_odp_get(struct ib_device *dev, unsigned long start,

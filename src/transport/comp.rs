@@ -313,9 +313,9 @@ impl Ctx<'_> {
             |mr, va, r| mr.write(va, data.get(r).ok_or(AccessError::Bounds)?),
         );
         if let Err(SgeError::Absent(f)) = r {
-            if self.odp_absent(f) {
-                // ODP pages of the READ's buffer are not there: dropped;
-                // the retry timer asks for it again once they are in.
+            if self.odp_absent_response(f) {
+                // ODP pages of the READ's buffer are not there: dropped,
+                // asked for again once they are in (`transport::odp`).
                 return;
             }
         }
@@ -375,7 +375,7 @@ impl Ctx<'_> {
             |mr, va, r| mr.write(va, orig.get(r).ok_or(AccessError::Bounds)?),
         );
         if let Err(SgeError::Absent(f)) = r {
-            if self.odp_absent(f) {
+            if self.odp_absent_response(f) {
                 // As for a READ response: asked for again later.
                 return;
             }

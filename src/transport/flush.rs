@@ -151,6 +151,11 @@ impl Ctx<'_> {
         // SAFETY: the timer lives as long as the QP; a callback already
         // waiting for the lock finds the QP below RTS and does nothing.
         unsafe { sys::rroce_helper_timer_cancel(self.qp.timer) };
+        if self.qp.srq().is_some() {
+            // A WQE taken from the SRQ for a message in progress is this
+            // QP's to complete: flushed, not lost.
+            self.flush_rq();
+        }
         self.inner.resp_q.clear();
         drop(core::mem::take(&mut self.inner.tx));
         self.inner.epoch = self.inner.epoch.wrapping_add(1);

@@ -9,14 +9,14 @@
 //! the requester stops at that WQE until they are in; the responder sends
 //! an RNR NAK (the requester comes back after the RNR timer, as with an
 //! ODP-capable HCA), or leaves a READ response unbuilt; the completer
-//! drops the response (the retry timer asks again); a datagram is
-//! dropped. The QP's work item, in process context, faults the pages in
+//! drops the response and asks for it again once the pages are in; a
+//! datagram is dropped. The QP's work item, in process context, faults the pages in
 //! (`mr::fault_in`) and runs the QP again. Pages that cannot be faulted
 //! in (the range is not mapped, or read-only for a write) fail the next
 //! access that needs them like any protection error.
 
 use super::{Ctx, TransportState};
-use crate::mr::Fault;
+use crate::{engine::psn::Psn, mr::Fault, rdma::sys};
 
 /// What the QP waits for.
 #[derive(Default)]
@@ -25,6 +25,9 @@ pub(crate) struct OdpWait {
     pending: Option<Fault>,
     /// Pages that could not be faulted in.
     failed: Option<Fault>,
+    /// The completer dropped a response for want of the pages: the
+    /// requester asks again once they are in.
+    resend: bool,
 }
 
 impl Ctx<'_> {
@@ -38,6 +41,33 @@ impl Ctx<'_> {
         }
         self.inner.odp.pending = Some(f);
         true
+    }
+
+    /// The completer cannot place a response for want of pages `f`: it
+    /// drops it, and the requester resends from the oldest unacknowledged
+    /// PSN once they are in (no timeout, no retry charged).
+    pub(super) fn odp_absent_response(&mut self, f: Fault) -> bool {
+        if !self.odp_absent(f) {
+            return false;
+        }
+        self.inner.odp.resend = true;
+        true
+    }
+
+    /// The fault for `f` ended (`ok`: the pages are in): the requester goes
+    /// on, and asks again for a response the completer dropped.
+    pub(crate) fn odp_done(&mut self, f: Fault, ok: bool) {
+        if !ok {
+            self.inner.odp.failed = Some(f);
+        }
+        self.inner.req.odp_wait = false;
+        if core::mem::take(&mut self.inner.odp.resend)
+            && self.inner.state == sys::ib_qp_state_IB_QPS_RTS
+        {
+            let una = Psn::new(self.inner.req.una);
+            self.rewind(una);
+            self.inner.req.pending = true;
+        }
     }
 
     /// The requester stops at the current WQE until `f` is in (see
@@ -61,14 +91,5 @@ impl TransportState {
     /// Whether pages wait to be faulted in.
     pub(crate) fn odp_pending(&self) -> bool {
         self.odp.pending.is_some()
-    }
-
-    /// The fault for `f` ended (`ok`: the pages are in); the requester
-    /// goes on.
-    pub(crate) fn odp_done(&mut self, f: Fault, ok: bool) {
-        if !ok {
-            self.odp.failed = Some(f);
-        }
-        self.req.odp_wait = false;
     }
 }

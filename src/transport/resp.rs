@@ -116,13 +116,7 @@ impl<'a> Ctx<'a> {
             let need = sys::ib_access_flags_IB_ACCESS_REMOTE_READ;
             let mr = ctx.remote_mr(r.rkey, va, n, need).ok_or(SgeError::Prot)?;
             mr.read(va, buf).map_err(|e| match e {
-                AccessError::Absent => SgeError::Absent(mr::Fault {
-                    key: r.rkey,
-                    remote: true,
-                    va,
-                    len: n,
-                    write: false,
-                }),
+                AccessError::Absent => SgeError::Absent(mr.fault(va, n, false)),
                 _ => SgeError::Prot,
             })
         });
@@ -268,10 +262,13 @@ impl<'a> Ctx<'a> {
         self.on_new_request(pkt)
     }
 
-    /// A UC message in progress is given up: its receive WQE (not yet
-    /// consumed) waits for the next message, a WRITE's data stays where
-    /// it landed.
+    /// A UC message in progress is given up: its receive WQE waits for the
+    /// next message (an RQ's is still on the ring; an SRQ's, which left
+    /// its ring, is kept for it), a WRITE's data stays where it landed.
     fn abandon_message(&mut self) {
+        if self.inner.resp.recv.active && self.qp.srq().is_some() {
+            self.inner.resp.srq_held = true;
+        }
         self.inner.resp.recv.active = false;
         self.inner.resp.write.active = false;
         self.inner.resp.uc_drop = false;
@@ -393,7 +390,7 @@ impl<'a> Ctx<'a> {
     /// The receive WQE just taken for a message's first packet is not used
     /// now (ODP pages were missing; the packet comes back): an RQ's stays
     /// on the ring, an SRQ's (which left its ring) is kept for it.
-    fn odp_untake(&mut self) {
+    pub(super) fn odp_untake(&mut self) {
         self.inner.resp.recv.active = false;
         self.inner.resp.srq_held = self.qp.srq().is_some();
     }
@@ -569,17 +566,16 @@ impl<'a> Ctx<'a> {
             return self.resp_fatal(NakCode::InvalidRequest, psn);
         }
         if n > 0 {
-            let r = match self.remote_mr(
+            let (r, f) = match self.remote_mr(
                 w.rkey,
                 w.va,
                 n,
                 sys::ib_access_flags_IB_ACCESS_REMOTE_WRITE,
             ) {
-                Some(mr) => mr.write(w.va, data),
-                None => Err(AccessError::Key),
+                Some(mr) => (mr.write(w.va, data), Some(mr.fault(w.va, n, true))),
+                None => (Err(AccessError::Key), None),
             };
-            let f = remote_fault(w.rkey, w.va, n, true);
-            if r == Err(AccessError::Absent) && self.odp_absent(f) {
+            if r == Err(AccessError::Absent) && f.is_some_and(|f| self.odp_absent(f)) {
                 // ODP pages are not there: the packet comes back after
                 // the RNR timer; a first one starts its message again.
                 if matches!(info.position, Position::First | Position::Only) {
@@ -748,16 +744,5 @@ impl<'a> Ctx<'a> {
             ),
             Duplicate::Ignore => {}
         }
-    }
-}
-
-/// The ODP pages a remote access through `rkey` needs.
-fn remote_fault(rkey: u32, va: u64, len: u32, write: bool) -> mr::Fault {
-    mr::Fault {
-        key: rkey,
-        remote: true,
-        va,
-        len,
-        write,
     }
 }

@@ -251,11 +251,12 @@ impl Ctx<'_> {
             ..Completion::new(r.wr_id, WcStatus::Success, WcOpcode::Recv, self.qp.qpn)
         };
         if let Err(SgeError::Absent(f)) = scattered {
-            if self.odp_absent(f) && self.qp.srq().is_none() {
+            if self.odp_absent(f) {
                 // ODP pages of the receive buffer are not there: the
                 // datagram is dropped (as on a lossy wire) and the receive
-                // WQE, still on the RQ, takes a later one once they are.
-                self.inner.resp.recv.active = false;
+                // WQE (still on the RQ, or kept from the SRQ) takes a later
+                // one once they are.
+                self.odp_untake();
                 self.dev.counters.inc(Counter::UdNoRecv);
                 return;
             }

@@ -287,30 +287,12 @@ unsafe extern "C" fn query_device(
         | sys::ib_device_cap_flags_IB_DEVICE_MEM_WINDOW
         | sys::ib_device_cap_flags_IB_DEVICE_MEM_WINDOW_TYPE_2B
         | sys::ib_device_cap_flags_IB_DEVICE_SRQ_RESIZE) as u64;
-    // `rdma link del` may unregister the device; user MRs may be on
-    // demand (the core refuses IB_ACCESS_ON_DEMAND without the flag).
-    a.kernel_cap_flags = (sys::ib_kernel_cap_flags_IBK_ALLOW_USER_UNREG
-        | sys::ib_kernel_cap_flags_IBK_ON_DEMAND_PAGING)
-        .into();
-    // On-demand paging (no implicit ODP), for what the transport does
-    // through an ODP MR: RC SEND/RECV, WRITE, READ, atomics, ATOMIC WRITE,
-    // SRQ receives; UD SEND/RECV and SRQ receives.
-    let t = |bits: &[u32]| bits.iter().fold(0u32, |a, b| a | b);
-    a.odp_caps.general_caps = sys::ib_odp_general_cap_bits_IB_ODP_SUPPORT.into();
-    a.odp_caps.per_transport_caps.rc_odp_caps = t(&[
-        sys::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_SEND,
-        sys::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_RECV,
-        sys::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_WRITE,
-        sys::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_READ,
-        sys::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_ATOMIC,
-        sys::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_SRQ_RECV,
-        sys::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_ATOMIC_WRITE,
-    ]);
-    a.odp_caps.per_transport_caps.ud_odp_caps = t(&[
-        sys::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_SEND,
-        sys::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_RECV,
-        sys::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_SRQ_RECV,
-    ]);
+    // `rdma link del` may unregister the device.
+    a.kernel_cap_flags = sys::ib_kernel_cap_flags_IBK_ALLOW_USER_UNREG.into();
+    // SAFETY: plain query of the kernel's configuration.
+    if unsafe { sys::rroce_helper_odp_enabled() } {
+        odp_caps(a);
+    }
     a.max_send_sge = limits::MAX_SEND_SGE;
     a.max_recv_sge = limits::MAX_RECV_SGE;
     a.max_sge_rd = limits::MAX_SGE_RD;
@@ -334,6 +316,30 @@ unsafe extern "C" fn query_device(
     a.max_total_mcast_qp_attach = limits::MAX_TOTAL_MCAST_QP_ATTACH;
     a.local_ca_ack_delay = limits::LOCAL_CA_ACK_DELAY;
     0
+}
+
+/// On-demand paging (no implicit ODP), for what the transport does
+/// through an ODP MR: RC SEND/RECV, WRITE, READ, atomics, ATOMIC WRITE,
+/// SRQ receives; UD SEND/RECV and SRQ receives. User MRs may then be on
+/// demand (the core refuses IB_ACCESS_ON_DEMAND without the kernel flag).
+fn odp_caps(a: &mut sys::ib_device_attr) {
+    let t = |bits: &[u32]| bits.iter().fold(0u32, |a, b| a | b);
+    a.kernel_cap_flags |= u64::from(sys::ib_kernel_cap_flags_IBK_ON_DEMAND_PAGING);
+    a.odp_caps.general_caps = sys::ib_odp_general_cap_bits_IB_ODP_SUPPORT.into();
+    a.odp_caps.per_transport_caps.rc_odp_caps = t(&[
+        sys::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_SEND,
+        sys::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_RECV,
+        sys::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_WRITE,
+        sys::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_READ,
+        sys::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_ATOMIC,
+        sys::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_SRQ_RECV,
+        sys::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_ATOMIC_WRITE,
+    ]);
+    a.odp_caps.per_transport_caps.ud_odp_caps = t(&[
+        sys::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_SEND,
+        sys::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_RECV,
+        sys::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_SRQ_RECV,
+    ]);
 }
 
 /// The `query_port` op.

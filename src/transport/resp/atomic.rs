@@ -4,7 +4,7 @@
 //! ACK, remembered for duplicates) and ATOMIC WRITE (answered, and
 //! remembered, as an empty READ).
 
-use super::{remote_fault, ReadItem, RespItem, RESP_BURST};
+use super::{ReadItem, RespItem, RESP_BURST};
 use crate::{
     counters::Counter,
     engine::{
@@ -38,7 +38,7 @@ impl Ctx<'_> {
         let mut cur = [0u8; 8];
         if let Err(e) = mr.read(a.va, &mut cur) {
             drop(guard);
-            if e == AccessError::Absent && self.odp_absent(remote_fault(a.rkey, a.va, 8, true)) {
+            if e == AccessError::Absent && self.odp_absent(mr.fault(a.va, 8, true)) {
                 return self.rnr_nak(psn.get());
             }
             return self.resp_fatal(NakCode::RemoteAccessError, psn.get());
@@ -58,7 +58,7 @@ impl Ctx<'_> {
         if let Err(e) = written {
             // (Read and written under one lock: a page absent for writing
             // after the read was readable means it is read-only, or went.)
-            if e == AccessError::Absent && self.odp_absent(remote_fault(a.rkey, a.va, 8, true)) {
+            if e == AccessError::Absent && self.odp_absent(mr.fault(a.va, 8, true)) {
                 return self.rnr_nak(psn.get());
             }
             return self.resp_fatal(NakCode::RemoteAccessError, psn.get());
@@ -107,9 +107,7 @@ impl Ctx<'_> {
         let written = mr.write(reth.va, &word);
         drop(guard);
         if let Err(e) = written {
-            if e == AccessError::Absent
-                && self.odp_absent(remote_fault(reth.rkey, reth.va, 8, true))
-            {
+            if e == AccessError::Absent && self.odp_absent(mr.fault(reth.va, 8, true)) {
                 return self.rnr_nak(psn.get());
             }
             return self.resp_fatal(NakCode::RemoteAccessError, psn.get());
