@@ -658,20 +658,27 @@ impl<'a> Ctx<'a> {
             return self.resp_fatal(NakCode::RemoteAccessError, psn.get());
         }
         self.inner.resp.accept(psn.add(npkts), true);
+        self.answer_read(psn, (reth.rkey, reth.va, reth.len), npkts, mtu);
+    }
+
+    /// Remembers the READ at `psn` of `len` bytes at `va` through `rkey`
+    /// (`npkts` response packets at path MTU `mtu`) for duplicates, and
+    /// queues its response.
+    fn answer_read(&mut self, psn: Psn, (rkey, va, len): (u32, u64, u32), npkts: u32, mtu: u32) {
         self.remember(RdEntry {
             kind: RdKind::Read,
             psn: psn.get(),
             npkts,
-            rkey: reth.rkey,
-            va: reth.va,
-            len: reth.len,
+            rkey,
+            va,
+            len,
             mtu,
             orig: 0,
         });
         let item = ReadItem {
-            va: reth.va,
-            rkey: reth.rkey,
-            len: reth.len,
+            va,
+            rkey,
+            len,
             psn: psn.get(),
             npkts,
             next: 0,

@@ -4,7 +4,7 @@
 //! ACK, remembered for duplicates) and ATOMIC WRITE (answered, and
 //! remembered, as an empty READ).
 
-use super::{ReadItem, RespItem, RESP_BURST};
+use super::RespItem;
 use crate::{
     counters::Counter,
     engine::{
@@ -113,30 +113,7 @@ impl Ctx<'_> {
             return self.resp_fatal(NakCode::RemoteAccessError, psn.get());
         }
         self.inner.resp.accept(psn.next(), true);
-        self.remember(RdEntry {
-            kind: RdKind::Read,
-            psn: psn.get(),
-            npkts: 1,
-            rkey: reth.rkey,
-            va: reth.va,
-            len: 0,
-            mtu,
-            orig: 0,
-        });
-        let item = ReadItem {
-            va: reth.va,
-            rkey: reth.rkey,
-            len: 0,
-            psn: psn.get(),
-            npkts: 1,
-            next: 0,
-            msn: self.inner.resp.msn,
-            mtu,
-            replay: false,
-        };
-        if self.inner.resp_q.push(RespItem::Read(item)) {
-            self.pump_responses(RESP_BURST);
-        }
+        self.answer_read(psn, (reth.rkey, reth.va, 0), 1, mtu);
     }
 
     /// A duplicate atomic: its remembered original value is sent again;
