@@ -231,6 +231,11 @@ impl QpState {
         })
     }
 
+    /// The transport's progress and waits, for the QP's restrack entry.
+    pub(crate) fn diag(&self) -> crate::transport::Diag {
+        self.inner.lock().t.diag()
+    }
+
     /// The `query_qp` verb: fills `attr` and `init`, both zeroed by the
     /// caller, except the address vector, which it returns (with the port
     /// it is on) for the caller to write into `attr.ah_attr`.
@@ -247,8 +252,7 @@ impl QpState {
         // No alternate path: always migrated.
         attr.path_mig_state = sys::ib_mig_state_IB_MIG_MIGRATED;
         attr.qkey = a.qkey;
-        attr.rq_psn = a.rq_psn;
-        attr.sq_psn = a.sq_psn;
+        (attr.sq_psn, attr.rq_psn) = inner.t.current_psns();
         attr.dest_qp_num = a.dest_qpn;
         attr.qp_access_flags = a.access as kernel::ffi::c_int;
         attr.cap = inner.cap;

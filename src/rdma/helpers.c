@@ -25,6 +25,8 @@
 #include <rdma/ib_umem.h>
 #include <rdma/ib_umem_odp.h>
 #include <linux/hmm.h>
+#include <rdma/restrack.h>
+#include <rdma/rdma_netlink.h>
 #include "helpers.h"
 
 int rroce_helper_copy_to_udata(struct ib_udata *udata, void *src, size_t len)
@@ -757,3 +759,21 @@ int rroce_helper_odp_copy(struct rroce_odp *o, u64 addr, void *buf, size_t len, 
 	return -EFAULT;
 }
 #endif
+
+int rroce_helper_put_driver_u32s(struct sk_buff *msg, const char *const *names,
+				 const u32 *values, size_t n)
+{
+	struct nlattr *table = nla_nest_start(msg, RDMA_NLDEV_ATTR_DRIVER);
+	size_t i;
+
+	if (!table)
+		return -EMSGSIZE;
+	for (i = 0; i < n; i++) {
+		if (rdma_nl_put_driver_u32(msg, names[i], values[i])) {
+			nla_nest_cancel(msg, table);
+			return -EMSGSIZE;
+		}
+	}
+	nla_nest_end(msg, table);
+	return 0;
+}

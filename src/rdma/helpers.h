@@ -129,8 +129,6 @@ int rroce_helper_test_sg_map(struct ib_device *dev, struct scatterlist *sg, void
 			     unsigned int len);
 void rroce_helper_test_sg_unmap(struct ib_device *dev, struct scatterlist *sg);
 
-#endif /* RROCE_HELPERS_H */
-
 /* On-demand paging (see helpers.c). */
 struct rroce_odp;
 /* Whether the kernel has it (CONFIG_INFINIBAND_ON_DEMAND_PAGING). */
@@ -146,3 +144,10 @@ int rroce_helper_odp_fault(struct rroce_odp *o, u64 addr, u64 len, bool write);
 /* Copies between @buf and [addr, addr + len) if every page is published:
  * 0, -EAGAIN (fault it in first) or -EFAULT (outside); any context. */
 int rroce_helper_odp_copy(struct rroce_odp *o, u64 addr, void *buf, size_t len, bool to_mem);
+
+/* Restrack: @n named u32 values as the driver table (RDMA_NLDEV_ATTR_DRIVER)
+ * of the entry @msg holds; 0 or -EMSGSIZE (nothing added). */
+int rroce_helper_put_driver_u32s(struct sk_buff *msg, const char *const *names,
+				 const u32 *values, size_t n);
+
+#endif /* RROCE_HELPERS_H */

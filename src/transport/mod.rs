@@ -48,6 +48,7 @@ use crate::{
 };
 
 mod comp;
+mod diag;
 mod flush;
 mod odp;
 mod req;
@@ -55,6 +56,7 @@ mod resp;
 mod state;
 mod ud;
 
+pub(crate) use diag::Diag;
 pub(crate) use odp::OdpWait;
 pub(crate) use resp::RespQueue;
 pub(crate) use state::{QpAttrs, QpFixed, TransportState};

@@ -82,6 +82,14 @@ impl Ctx<'_> {
     }
 }
 
+impl OdpWait {
+    /// Whether a fault failed and the access that needs it has not yet
+    /// seen it.
+    pub(crate) fn failed(&self) -> bool {
+        self.failed.is_some()
+    }
+}
+
 impl TransportState {
     /// Pages to fault in, if any (the work item).
     pub(crate) fn odp_take(&mut self) -> Option<Fault> {

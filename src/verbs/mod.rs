@@ -208,6 +208,7 @@ pub(crate) fn device_ops() -> sys::ib_device_ops {
     ops.create_user_ah = Some(ah::create_ah);
     ops.destroy_ah = Some(ah::destroy_ah);
     ops.query_ah = Some(ah::query_ah);
+    ops.fill_res_qp_entry = Some(qp::fill_res_qp_entry);
     ops.get_dma_mr = Some(mr::get_dma_mr);
     ops.reg_user_mr = Some(mr::reg_user_mr);
     ops.dereg_mr = Some(mr::dereg_mr);

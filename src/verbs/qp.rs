@@ -140,6 +140,27 @@ pub(crate) unsafe extern "C" fn query_qp(
     0
 }
 
+/// The `fill_res_qp_entry` op: the transport's progress and waits as
+/// driver attributes of the QP's restrack entry (`rdma -dd resource show
+/// qp`).
+///
+/// # Safety
+///
+/// Called only by the RDMA core's netlink dump with a message being built
+/// and a live QP of an rroce device.
+pub(crate) unsafe extern "C" fn fill_res_qp_entry(
+    msg: *mut sys::sk_buff,
+    ibqp: *mut sys::ib_qp,
+) -> c_int {
+    // SAFETY: the core passes a live QP of ours.
+    let diag = unsafe { RroceQp::state(ibqp) }.diag();
+    let names = diag.map(|(name, _)| name.as_char_ptr());
+    let values = diag.map(|(_, v)| v);
+    // SAFETY: `msg` is the core's message under construction; `names` holds
+    // `values.len()` NUL-terminated static strings.
+    unsafe { sys::rroce_helper_put_driver_u32s(msg, names.as_ptr(), values.as_ptr(), values.len()) }
+}
+
 /// Writes the address vector `av` (none: zeroes) into the zeroed `out`, as
 /// `rdma_ah_set_*` would: a RoCE GRH on `port`. The source GID entry
 /// (`grh.sgid_attr`) stays null: it is the core's to take and release.

@@ -160,6 +160,11 @@ impl RespQueue {
         self.len == 0
     }
 
+    /// How many responses are queued.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
     /// The queued items, oldest first.
     fn queued_mut(&mut self) -> impl Iterator<Item = &mut RespItem> {
         let (head, len, cap) = (self.head, self.len, self.items.len().max(1));

@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! What the transport shows of a QP's state: its current PSNs to
+//! `query_qp`, and its progress to `rdma -dd resource show qp` (the
+//! driver-specific attributes of the QP's restrack entry): enough to tell,
+//! for a QP that stopped making progress, which role waits for what.
+
+use kernel::prelude::*;
+
+use super::TransportState;
+use crate::rdma::sys;
+
+/// Names and values, in the order `rdma` prints them.
+pub(crate) type Diag = [(&'static CStr, u32); DIAG_LEN];
+
+/// How many values [`TransportState::diag`] reports.
+pub(crate) const DIAG_LEN: usize = 20;
+
+impl TransportState {
+    /// The PSNs `query_qp` reports (as rdma_rxe and the HCAs): the next to
+    /// send once the send queue runs (RTS on), the next expected once the
+    /// receive side does (RTR on); before that, the ones `modify_qp` set.
+    pub(crate) fn current_psns(&self) -> (u32, u32) {
+        let st = self.state;
+        let rts = st == sys::ib_qp_state_IB_QPS_RTS
+            || st == sys::ib_qp_state_IB_QPS_SQD
+            || st == sys::ib_qp_state_IB_QPS_SQE;
+        let rtr = rts || st == sys::ib_qp_state_IB_QPS_RTR;
+        (
+            if rts { self.req.psn } else { self.attrs.sq_psn },
+            if rtr {
+                self.resp.epsn
+            } else {
+                self.attrs.rq_psn
+            },
+        )
+    }
+
+    /// A snapshot of the requester's, completer's and responder's progress
+    /// and of what each waits for (taken under the QP lock).
+    pub(crate) fn diag(&self) -> Diag {
+        let r = &self.req;
+        let s = &self.resp;
+        [
+            (c"sq_fetched", r.fetched),
+            (c"sq_cur", r.cur),
+            (c"psn", r.psn),
+            (c"max_psn", r.max_psn),
+            (c"una", r.una),
+            (c"retry_left", r.retry_left.into()),
+            (c"rnr_left", r.rnr_left.into()),
+            (c"rnr_wait", r.rnr_wait.into()),
+            (c"odp_wait", r.odp_wait.into()),
+            (c"req_pending", r.pending.into()),
+            (c"rd_retry", r.rd_retry.unwrap_or(u32::MAX)),
+            (c"window", r.window.size()),
+            (c"epsn", s.epsn),
+            (c"msn", s.msn),
+            (c"recv_active", s.recv.active.into()),
+            (c"write_active", s.write.active.into()),
+            (c"resp_queued", self.resp_q.len() as u32),
+            (c"tx_queued", self.tx.len() as u32),
+            (c"odp_pending", self.odp_pending().into()),
+            (c"odp_failed", self.odp.failed().into()),
+        ]
+    }
+}
