@@ -635,6 +635,25 @@ out:
 		ibv_dereg_mr(mr);
 }
 
+/*
+ * After a failed check: the transport state of @qa and @qb as the driver
+ * reports it (`rdma -dd resource show qp`; rroce's driver attributes tell
+ * which role waits for what). Nothing is printed for a device without them.
+ */
+static void show_qps(struct ibv_qp *qa, struct ibv_qp *qb)
+{
+	char cmd[256];
+
+	fflush(stdout);
+	snprintf(cmd, sizeof(cmd),
+		 "rdma -dd resource show qp link %s/1 lqpn %u 2>&1 | sed 's/^/    /'; "
+		 "rdma -dd resource show qp link %s/1 lqpn %u 2>&1 | sed 's/^/    /'",
+		 ibv_get_device_name(qa->context->device), qa->qp_num,
+		 ibv_get_device_name(qb->context->device), qb->qp_num);
+	if (system(cmd) != 0)
+		printf("    (rdma resource show failed)\n");
+}
+
 /* A device counter (rdma statistic) of @ctx's port 1, or -1. */
 static long hw_counter(struct ibv_context *ctx, const char *name)
 {
@@ -665,6 +684,7 @@ static long hw_counter(struct ibv_context *ctx, const char *name)
 static void test_odp(void)
 {
 	const size_t len = 64 << 10, n = 16 << 10;
+	int fails_before = failures;
 	uint8_t *r;
 	struct ibv_mr *mr = NULL;
 	struct ibv_qp *qa = NULL, *qb = NULL;
@@ -696,6 +716,9 @@ static void test_odp(void)
 	CHECK(g == 1 && wc.status == IBV_WC_SUCCESS && !memcmp(r + 4096, B.buf + 65536, n),
 	      "ODP: a WRITE into pages never touched lands (%s)",
 	      g ? ibv_wc_status_str(wc.status) : "no completion");
+	if (failures > fails_before)
+		show_qps(qa, qb);
+	fails_before = failures;
 	/* A new mapping over the same addresses: the old pages go (the
 	 * kernel invalidates them), the new ones are zero and not there yet. */
 	if (mmap(r, len, PROT_READ | PROT_WRITE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) !=
@@ -719,6 +742,9 @@ static void test_odp(void)
 	      g ? ibv_wc_status_str(wc.status) : "no completion", bad_at,
 	      bad_at < n ? B.buf[131072 + bad_at] : 0, bad_at < n ? r[4096 + bad_at] : 0,
 	      hw_counter(A.ctx, "odp_faults"));
+	if (failures > fails_before)
+		show_qps(qa, qb);
+	fails_before = failures;
 	fill(r + 32768, n, 72);
 	g = !post_recv(&B, qb, 73, 196608, n) && !ibv_post_send(qa, &(struct ibv_send_wr){
 			.wr_id = 74, .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED,
@@ -729,6 +755,9 @@ static void test_odp(void)
 		      !memcmp(B.buf + 196608, r + 32768, n),
 	      "ODP: a SEND from pages the CPU wrote after registration (%s)",
 	      g ? ibv_wc_status_str(wc.status) : "no completion");
+	if (failures > fails_before)
+		show_qps(qa, qb);
+	fails_before = failures;
 	poll_n(A.scq, &wc, 1);
 	if (mmap(r, len, PROT_READ | PROT_WRITE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) !=
 	    r) {
@@ -745,6 +774,9 @@ static void test_odp(void)
 	CHECK(g == 1 && wc.status == IBV_WC_SUCCESS && !memcmp(r + 49152, B.buf + 65536, 4096),
 	      "ODP: a SEND into a receive buffer whose pages were replaced (%s)",
 	      g ? ibv_wc_status_str(wc.status) : "no completion");
+	if (failures > fails_before)
+		show_qps(qa, qb);
+	fails_before = failures;
 	poll_n(B.scq, &wc, 1);
 out:
 	if (qa)
@@ -962,23 +994,58 @@ static void test_errors(void)
 	ibv_destroy_qp(qb);
 }
 
+/*
+ * After traffic in both directions has settled, each side's query_qp
+ * reports the PSNs as they are now: A's next send PSN is the one B
+ * expects next, and the other way round (not the PSNs set at connect).
+ */
+static void test_query_psns(void)
+{
+	struct ibv_qp_attr qa, qb;
+	struct ibv_qp_init_attr ia;
+	int r = ibv_query_qp(A.qp, &qa, IBV_QP_SQ_PSN | IBV_QP_RQ_PSN, &ia) ||
+		ibv_query_qp(B.qp, &qb, IBV_QP_SQ_PSN | IBV_QP_RQ_PSN, &ia);
+
+	CHECK(!r && qa.sq_psn == qb.rq_psn && qb.sq_psn == qa.rq_psn &&
+		      qa.sq_psn != (0x123456 ^ A.qp->qp_num),
+	      "query_qp: PSNs as they are after traffic (A sends 0x%x, B expects 0x%x; "
+	      "B sends 0x%x, A expects 0x%x)",
+	      qa.sq_psn, qb.rq_psn, qb.sq_psn, qa.rq_psn);
+}
+
+/* One test alone (-t NAME), to reproduce a failure in a loop. */
+static const struct {
+	const char *name;
+	void (*run)(void);
+} tests[] = {
+	{ "send_sizes", test_send_sizes }, { "inline", test_inline },
+	{ "write_read", test_write_read }, { "query_psns", test_query_psns },
+	{ "atomics", test_atomics },
+	{ "atomic_write", test_atomic_write }, { "srq", test_srq },
+	{ "mw", test_mw }, { "odp", test_odp },
+};
+
 int main(int argc, char **argv)
 {
+	const char *only = NULL;
 	int quick = 0, c;
 
-	while ((c = getopt(argc, argv, "a:b:g:q")) != -1) {
+	while ((c = getopt(argc, argv, "a:b:g:qt:")) != -1) {
 		switch (c) {
 		case 'a': dev_a = optarg; break;
 		case 'b': dev_b = optarg; break;
 		case 'g': gid_index = atoi(optarg); break;
 		case 'q': quick = 1; break;
+		case 't': only = optarg; break;
 		default:
-			fprintf(stderr, "usage: %s -a DEV -b DEV [-g GID_INDEX] [-q]\n", argv[0]);
+			fprintf(stderr, "usage: %s -a DEV -b DEV [-g GID_INDEX] [-q] [-t TEST]\n",
+				argv[0]);
 			return 2;
 		}
 	}
 	if (!dev_a || !dev_b) {
-		fprintf(stderr, "usage: %s -a DEV -b DEV [-g GID_INDEX] [-q]\n", argv[0]);
+		fprintf(stderr, "usage: %s -a DEV -b DEV [-g GID_INDEX] [-q] [-t TEST]\n",
+			argv[0]);
 		return 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -993,9 +1060,21 @@ int main(int argc, char **argv)
 	      "connect RC QPs %s <-> %s (GID index %d)", dev_a, dev_b, gid_index);
 	if (failures)
 		return 1;
+	if (only) {
+		for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++)
+			if (!strcmp(only, tests[i].name)) {
+				tests[i].run();
+				drain_cqs();
+				printf("%d passed, %d failed\n", passes, failures);
+				return failures ? 1 : 0;
+			}
+		fprintf(stderr, "no test %s\n", only);
+		return 2;
+	}
 	test_send_sizes();
 	test_inline();
 	test_write_read();
+	test_query_psns();
 	test_atomics();
 	test_atomic_write();
 	test_srq();

@@ -14,8 +14,21 @@ check() {
 	if out=$("$@" 2>&1); then
 		pass "$name"
 	else
-		fail "$name" "$(echo "$out" | tail -5 | tr '\n' ' ')"
+		fail "$name" "$(why_failed "$out")"
 	fi
+}
+
+# why_failed OUTPUT: what a failed check reports, on one line: the
+# program's FAIL lines (and the indented details after them) and its last
+# line if it has any, else its last five lines.
+why_failed() {
+	if grep -q FAIL <<<"$1"; then
+		awk '/FAIL/ { more = 1; print; next } more && /^    / { print; next } { more = 0 }' \
+			<<<"$1" | head -n 24
+		tail -n 1 <<<"$1"
+	else
+		tail -n 5 <<<"$1"
+	fi | tr '\n' ' '
 }
 
 # expect_fail NAME CMD...: passes when CMD fails (misuse must be refused).
