@@ -228,7 +228,8 @@ selftest_suite!(
 );
 
 // What a responder refuses from its peer, MR keys and the MR table's
-// limit, through a kernel consumer (the unmapped-address READ last).
+// limit, through a kernel consumer (the unmapped-address READ last); a
+// requester's reaction to responses in an order a peer rarely produces.
 selftest_suite!(
     rroce_peer,
     crate::test::kconsumer::peer_selftest,
@@ -238,6 +239,7 @@ selftest_suite!(
         mr_keys_unpredictable,
         many_mrs,
         mr_table_full,
+        ack_ends_rnr_wait,
         dma_mr_bad_address,
     ]
 );

@@ -28,8 +28,12 @@ use crate::{
 
 impl Ctx<'_> {
     /// Forward progress (`una` moved): the retry budgets start over and
-    /// the window grows back by one packet.
+    /// the window grows back by one packet. An RNR wait ends: the peer
+    /// took the packet it had refused (a copy sent before the NAK came),
+    /// so there is nothing to wait for, and the caller's ACK handling may
+    /// cancel the timer whose expiry alone would end the wait.
     fn progress(&mut self) {
+        self.inner.req.rnr_wait = false;
         self.inner.req.retry_left = self.inner.attrs.retry_cnt;
         self.inner.req.rnr_left = self.inner.attrs.rnr_retry;
         self.inner.req.window.on_progress();

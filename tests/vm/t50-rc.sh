@@ -150,7 +150,7 @@ before=$(( $(retx rroce0) + $(retx rroce1) ))
 tc -n ns1 qdisc add dev v1 root netem loss 3% delay 1ms reorder 20% 50% 2>/dev/null &&
 	tc -n ns0 qdisc add dev v0 root netem loss 3% delay 1ms reorder 20% 50% 2>/dev/null
 if tc -n ns1 qdisc show dev v1 | grep -q netem; then
-	check rc.sample_under_loss sample -a rroce1 -b rroce0 -g 1 -q
+	check rc.sample_under_loss sample -a rroce1 -b rroce0 -g 1 -q -l
 	check rc.pingpong_under_loss pingpong 1 100000
 	check rc.ib_send_bw_under_loss perf ib_send_bw -n 200 -s 65536
 	after=$(( $(retx rroce0) + $(retx rroce1) ))

@@ -93,8 +93,8 @@ ip netns exec ns1 tc qdisc add dev v1 root netem loss 3% &&
 both pingpong_loss ibv_rc_pingpong -g 1 -s 100000 -n 20 -c
 both send_bw_loss ib_send_bw -n 100 -s 65536
 both read_bw_loss ib_read_bw -n 100 -s 65536
-check interop.sample_under_loss timeout 180 ./build/samples/rroce_rc -a rroce0 -b rxe1 -g 1 -q
-check interop.sample_under_loss_rxe_requester timeout 180 ./build/samples/rroce_rc -a rxe1 -b rroce0 -g 1 -q
+check interop.sample_under_loss timeout 180 ./build/samples/rroce_rc -a rroce0 -b rxe1 -g 1 -q -l
+check interop.sample_under_loss_rxe_requester timeout 180 ./build/samples/rroce_rc -a rxe1 -b rroce0 -g 1 -q -l
 ip netns exec ns1 tc qdisc del dev v1 root
 ip netns exec ns0 tc qdisc del dev v0 root
 

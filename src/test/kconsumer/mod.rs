@@ -652,6 +652,7 @@ mod fastreg;
 mod peer;
 mod qplife;
 mod rc;
+mod wire;
 
 /// The cases `crate::test::kunit` runs (suite `rroce_conformance`).
 pub(crate) mod selftest {
@@ -672,6 +673,7 @@ pub(crate) mod peer_selftest {
         dma_lkey_not_a_remote_key, dma_mr_bad_address, many_mrs, mr_keys_unpredictable,
         mr_table_full, send_with_invalidate_refused,
     };
+    pub(crate) use super::wire::ack_ends_rnr_wait;
 }
 
 /// The cases `crate::test::kunit` runs (suite `rroce_frwr`).
