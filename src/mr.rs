@@ -332,13 +332,15 @@ impl<'g> MrRef<'g> {
 
     /// The pages of `[va, va + len)` of this MR, for [`fault_in`] (named
     /// by its local key: an access through a window key faults in the
-    /// window's MR).
+    /// window's MR); `len` is cut at the MR's end.
     pub(crate) fn fault(&self, va: u64, len: u32, write: bool) -> Fault {
+        let end = self.mr.iova.saturating_add(self.mr.length);
+        let room = u32::try_from(end.saturating_sub(va)).unwrap_or(u32::MAX);
         Fault {
             key: self.mr.lkey,
             remote: false,
             va,
-            len,
+            len: len.min(room),
             write,
         }
     }
@@ -559,15 +561,26 @@ pub(crate) fn invalidate(
     Ok(())
 }
 
-/// Faults in the pages `f` names, so the transport's next copy finds
-/// them. Process context (it sleeps). `false` if they cannot be (not
-/// mapped, or read-only for a write), or if the key names no ODP MR any
-/// more: the next access that needs them fails instead of waiting again.
-pub(crate) fn fault_in(dev: &RroceDev, f: Fault) -> bool {
+/// What [`fault_in`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Faulted {
+    /// The pages are in: the transport's next copy finds them.
+    In,
+    /// They cannot be: not mapped, read-only for a write, or the key names
+    /// no ODP MR any more. The next access that needs them fails instead
+    /// of waiting again.
+    Never,
+    /// Not now (the range kept changing under the fault for the core's
+    /// timeout, or memory ran short): worth another try.
+    NotNow,
+}
+
+/// Faults in the pages `f` names. Process context (it sleeps).
+pub(crate) fn fault_in(dev: &RroceDev, f: Fault) -> Faulted {
     let mr: &RroceMr = {
         let guard = kernel::sync::rcu::read_lock();
         let Some(m) = lookup_by(dev, f.key, &guard, f.remote) else {
-            return false;
+            return Faulted::Never;
         };
         if !matches!(m.mr.mem, Memory::Odp(_))
             || m.mr
@@ -577,20 +590,25 @@ pub(crate) fn fault_in(dev: &RroceDev, f: Fault) -> bool {
                 })
                 .is_err()
         {
-            return false;
+            return Faulted::Never;
         }
         // SAFETY: counted in `faults` above: `dereg` waits for the count
         // to drop before it frees the MR, so it outlives the RCU section.
         unsafe { &*core::ptr::from_ref(m.mr) }
     };
-    let ok = match (&mr.mem, mr.offset(f.va)) {
-        (Memory::Odp(o), Ok(off)) => o.fault(off as u64, u64::from(f.len), f.write).map_err(|e| {
-            pr_debug!("ODP fault at {:#x} (+{}): {:?}\n", f.va, f.len, e);
-        }),
-        _ => Err(()),
+    let r = match (&mr.mem, mr.offset(f.va)) {
+        (Memory::Odp(o), Ok(off)) => match o.fault(off as u64, u64::from(f.len), f.write) {
+            Ok(()) => Faulted::In,
+            Err(e) if e == EBUSY || e == ENOMEM || e == EAGAIN => Faulted::NotNow,
+            Err(e) => {
+                pr_debug!("ODP fault at {:#x} (+{}): {:?}\n", f.va, f.len, e);
+                Faulted::Never
+            }
+        },
+        _ => Faulted::Never,
     };
     mr.faults.fetch_sub(1, Ordering::AcqRel);
-    ok.is_ok()
+    r
 }
 
 /// Why gathering or scattering through a WQE's SGEs failed.

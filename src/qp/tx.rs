@@ -296,10 +296,10 @@ unsafe extern "C" fn tx_work_fn(work: *mut sys::work_struct) {
     let fault = state.inner.lock().t.odp_take();
     if let Some(f) = fault {
         dev.counters.inc(crate::counters::Counter::OdpFaults);
-        let ok = crate::mr::fault_in(dev, f);
+        let r = crate::mr::fault_in(dev, f);
         let guard = rcu::read_lock();
         let mut inner = state.inner.lock();
-        state.ctx(&mut inner, &guard).odp_done(f, ok);
+        state.ctx(&mut inner, &guard).odp_done(f, r);
     }
     let mut datagrams = KVec::new();
     let mut ud_more = false;

@@ -16,7 +16,11 @@
 //! access that needs them like any protection error.
 
 use super::{Ctx, TransportState};
-use crate::{engine::psn::Psn, mr::Fault, rdma::sys};
+use crate::{
+    engine::psn::Psn,
+    mr::{Fault, Faulted},
+    rdma::sys,
+};
 
 /// What the QP waits for.
 #[derive(Default)]
@@ -28,7 +32,20 @@ pub(crate) struct OdpWait {
     /// The completer dropped a response for want of the pages: the
     /// requester asks again once they are in.
     resend: bool,
+    /// Faults of `pending` that could not be served now, in a row.
+    not_now: u8,
 }
+
+/// How much of the rest of a message a responder's fault brings in at
+/// once (an RDMA WRITE's or READ's remaining bytes, capped here): one RNR
+/// NAK or one wait per MiB rather than one per page, as an ODP HCA faults
+/// in the range the RETH names.
+pub(super) const FAULT_AHEAD: u32 = 1 << 20;
+
+/// Faults that find the pages "not now" (`mr::Faulted::NotNow`) in a row
+/// before the access fails as if they could never be faulted in: the core
+/// already waited up to a second inside each.
+const NOT_NOW_TRIES: u8 = 8;
 
 impl Ctx<'_> {
     /// A copy needed pages `f` that are not there: `true` if the QP waits
@@ -54,9 +71,22 @@ impl Ctx<'_> {
         true
     }
 
-    /// The fault for `f` ended (`ok`: the pages are in): the requester goes
-    /// on, and asks again for a response the completer dropped.
-    pub(crate) fn odp_done(&mut self, f: Fault, ok: bool) {
+    /// The fault for `f` ended: the requester goes on (and asks again for
+    /// a response the completer dropped), or, if the pages could not be
+    /// brought now, `f` waits for another try.
+    pub(crate) fn odp_done(&mut self, f: Fault, r: Faulted) {
+        let ok = match r {
+            Faulted::In => true,
+            Faulted::NotNow if self.inner.odp.not_now < NOT_NOW_TRIES => {
+                self.inner.odp.not_now += 1;
+                if self.inner.odp.pending.is_none() {
+                    self.inner.odp.pending = Some(f);
+                }
+                return;
+            }
+            Faulted::NotNow | Faulted::Never => false,
+        };
+        self.inner.odp.not_now = 0;
         if !ok {
             self.inner.odp.failed = Some(f);
         }

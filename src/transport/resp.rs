@@ -6,7 +6,7 @@
 
 use kernel::prelude::*;
 
-use super::{Ctx, RecvCtx, Resp, SgeError, WriteCtx};
+use super::{odp::FAULT_AHEAD, Ctx, RecvCtx, Resp, SgeError, WriteCtx};
 use crate::{
     abi,
     completion::{Completion, WcEx, WcOpcode, WcStatus},
@@ -116,7 +116,11 @@ impl<'a> Ctx<'a> {
             let need = sys::ib_access_flags_IB_ACCESS_REMOTE_READ;
             let mr = ctx.remote_mr(r.rkey, va, n, need).ok_or(SgeError::Prot)?;
             mr.read(va, buf).map_err(|e| match e {
-                AccessError::Absent => SgeError::Absent(mr.fault(va, n, false)),
+                AccessError::Absent => {
+                    // The rest of the READ, checked against the MR with it.
+                    let rest = r.len.saturating_sub(off).clamp(n, FAULT_AHEAD.max(n));
+                    SgeError::Absent(mr.fault(va, rest, false))
+                }
                 _ => SgeError::Prot,
             })
         });
@@ -572,7 +576,12 @@ impl<'a> Ctx<'a> {
                 n,
                 sys::ib_access_flags_IB_ACCESS_REMOTE_WRITE,
             ) {
-                Some(mr) => (mr.write(w.va, data), Some(mr.fault(w.va, n, true))),
+                // The rest of the WRITE (`left` counts this packet), checked
+                // against the MR at its first packet.
+                Some(mr) => (
+                    mr.write(w.va, data),
+                    Some(mr.fault(w.va, w.left.clamp(n, FAULT_AHEAD.max(n)), true)),
+                ),
                 None => (Err(AccessError::Key), None),
             };
             if r == Err(AccessError::Absent) && f.is_some_and(|f| self.odp_absent(f)) {
