@@ -235,7 +235,7 @@ fn roce_payload(pkt: &[u8], ip_len: usize) -> Result<&[u8], Counter> {
         return Err(Counter::Malformed);
     }
     let pkt = pkt.get(..ip_len + udp_len).ok_or(Counter::Malformed)?;
-    icrc::verify(pkt).map_err(|_| Counter::BadIcrc)?;
+    icrc::verify_using(pkt, crate::rdma::icrc_crc32()).map_err(|_| Counter::BadIcrc)?;
     Ok(&pkt[ip_len + 8..])
 }
 

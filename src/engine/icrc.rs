@@ -163,26 +163,36 @@ pub fn crc32_le(mut crc: u32, data: &[u8]) -> u32 {
     crc
 }
 
+/// A routine with [`crc32_le`]'s contract: the module passes the kernel's
+/// (arch-accelerated where the kernel has that), the host uses this file's.
+pub type Crc32Fn = fn(u32, &[u8]) -> u32;
+
 /// An incremental CRC-32 for feeding a packet in pieces, for example the
 /// headers from the skb's linear area and then each payload fragment.
 ///
 /// Start an ICRC with [`start`], feed the rest with [`Crc32::update`] and
 /// read the result with [`Crc32::finish`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy)]
 pub struct Crc32 {
     state: u32,
+    f: Crc32Fn,
 }
 
 impl Crc32 {
     /// A CRC in raw state `state` (e.g. `0xffffffff` for a plain CRC-32,
-    /// [`ICRC_SEED`] for an ICRC).
+    /// [`ICRC_SEED`] for an ICRC), computed by [`crc32_le`].
     pub const fn with_state(state: u32) -> Self {
-        Self { state }
+        Self::using(state, crc32_le)
+    }
+
+    /// A CRC in raw state `state`, computed by `f`.
+    pub const fn using(state: u32, f: Crc32Fn) -> Self {
+        Self { state, f }
     }
 
     /// Feeds `data`.
     pub fn update(&mut self, data: &[u8]) {
-        self.state = crc32_le(self.state, data);
+        self.state = (self.f)(self.state, data);
     }
 
     /// The raw state, as the kernel's `crc32_le()` would return it.
@@ -280,6 +290,11 @@ fn set_ones(buf: &mut [u8], i: usize) {
 /// Feed the remaining bytes up to the end of the pad (not the ICRC) with
 /// [`Crc32::update`].
 pub fn start(headers: &[u8]) -> Result<Crc32, IcrcError> {
+    start_using(headers, crc32_le)
+}
+
+/// [`start`], with the CRC-32 routine `f`.
+pub fn start_using(headers: &[u8], f: Crc32Fn) -> Result<Crc32, IcrcError> {
     let (ip_len, len) = pseudo_header_len(headers)?;
     let (pseudo, rest) = headers.split_at_checked(len).ok_or(IcrcError::Truncated {
         needed: len,
@@ -292,7 +307,7 @@ pub fn start(headers: &[u8]) -> Result<Crc32, IcrcError> {
     })?;
     ph.copy_from_slice(pseudo);
     mask_variant_fields(ph, ip_len);
-    let mut crc = Crc32::with_state(ICRC_SEED);
+    let mut crc = Crc32::using(ICRC_SEED, f);
     crc.update(ph);
     crc.update(rest);
     Ok(crc)
@@ -301,7 +316,12 @@ pub fn start(headers: &[u8]) -> Result<Crc32, IcrcError> {
 /// Computes the ICRC of `packet`, which starts at the IP header and ends
 /// after the pad bytes (without the ICRC trailer).
 pub fn compute(packet: &[u8]) -> Result<u32, IcrcError> {
-    Ok(start(packet)?.finish())
+    compute_using(packet, crc32_le)
+}
+
+/// [`compute`], with the CRC-32 routine `f`.
+pub fn compute_using(packet: &[u8], f: Crc32Fn) -> Result<u32, IcrcError> {
+    Ok(start_using(packet, f)?.finish())
 }
 
 /// Splits a whole packet into the part the ICRC covers and its trailer.
@@ -318,8 +338,13 @@ fn split_trailer(packet: &[u8]) -> Result<(&[u8], [u8; ICRC_LEN]), IcrcError> {
 /// Checks the ICRC of a received `packet`, which starts at the IP header and
 /// ends with the 4-byte ICRC.
 pub fn verify(packet: &[u8]) -> Result<(), IcrcError> {
+    verify_using(packet, crc32_le)
+}
+
+/// [`verify`], with the CRC-32 routine `f`.
+pub fn verify_using(packet: &[u8], f: Crc32Fn) -> Result<(), IcrcError> {
     let (covered, trailer) = split_trailer(packet)?;
-    let computed = compute(covered)?;
+    let computed = compute_using(covered, f)?;
     let found = from_wire(trailer);
     if computed == found {
         Ok(())
@@ -332,6 +357,11 @@ pub fn verify(packet: &[u8]) -> Result<(), IcrcError> {
 /// trailer, whose contents are ignored), writes it into the trailer and
 /// returns it.
 pub fn generate(packet: &mut [u8]) -> Result<u32, IcrcError> {
+    generate_using(packet, crc32_le)
+}
+
+/// [`generate`], with the CRC-32 routine `f`.
+pub fn generate_using(packet: &mut [u8], f: Crc32Fn) -> Result<u32, IcrcError> {
     let len = packet.len();
     let (covered, trailer) =
         packet
@@ -340,7 +370,7 @@ pub fn generate(packet: &mut [u8]) -> Result<u32, IcrcError> {
                 needed: ICRC_LEN,
                 len,
             })?;
-    let icrc = compute(covered)?;
+    let icrc = compute_using(covered, f)?;
     *trailer = to_wire(icrc);
     Ok(icrc)
 }

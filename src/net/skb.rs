@@ -107,7 +107,7 @@ impl Skb {
         // SAFETY: the helper returned the skb's linear network header
         // through its tail, which we own.
         let pkt = unsafe { core::slice::from_raw_parts_mut(l3, l3_len as usize) };
-        if icrc::generate(pkt).is_err() {
+        if icrc::generate_using(pkt, crate::rdma::icrc_crc32()).is_err() {
             return Err(EINVAL);
         }
         let skb = self.0.as_ptr();

@@ -26,6 +26,7 @@
 #include <rdma/ib_umem_odp.h>
 #include <linux/hmm.h>
 #include <rdma/restrack.h>
+#include <linux/crc32.h>
 #include <rdma/rdma_netlink.h>
 #include "helpers.h"
 
@@ -776,4 +777,14 @@ int rroce_helper_put_driver_u32s(struct sk_buff *msg, const char *const *names,
 	}
 	nla_nest_end(msg, table);
 	return 0;
+}
+
+u32 rroce_helper_crc32_le(u32 crc, const void *p, size_t len)
+{
+	return crc32_le(crc, p, len);
+}
+
+bool rroce_helper_crc32_le_fast(void)
+{
+	return crc32_optimizations() & CRC32_LE_OPTIMIZATION;
 }

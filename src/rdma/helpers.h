@@ -150,4 +150,8 @@ int rroce_helper_odp_copy(struct rroce_odp *o, u64 addr, void *buf, size_t len, 
 int rroce_helper_put_driver_u32s(struct sk_buff *msg, const char *const *names,
 				 const u32 *values, size_t n);
 
+/* The kernel's crc32_le(), and whether it is arch-optimised. */
+u32 rroce_helper_crc32_le(u32 crc, const void *p, size_t len);
+bool rroce_helper_crc32_le_fast(void);
+
 #endif /* RROCE_HELPERS_H */

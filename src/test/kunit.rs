@@ -146,6 +146,14 @@ mod device {
     fn guid_eui64() -> Result {
         run("guid_eui64", t::guid_eui64())
     }
+
+    #[test]
+    fn icrc_kernel_crc32() -> Result {
+        run(
+            "icrc_kernel_crc32",
+            crate::rdma::selftest::icrc_crc32_agrees(),
+        )
+    }
 }
 
 #[kunit_tests(rroce_objects)]
