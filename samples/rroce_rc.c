@@ -369,6 +369,17 @@ static void test_atomic_write(void)
 	struct ibv_wc wc;
 	int g;
 
+	if (lossy && !strncmp(ibv_get_device_name(A.ctx->device), "rxe", 3)) {
+		/* Its req_retry() resends an ATOMIC WRITE with address 0
+		 * (Documentation/transport.rst). */
+		printf("  skip ATOMIC WRITE with rdma_rxe requesting on a lossy link (rdma_rxe 7.3 "
+		       "retransmits it with address 0)\n");
+		if (qa)
+			ibv_destroy_qp(qa);
+		if (qb)
+			ibv_destroy_qp(qb);
+		return;
+	}
 	if (!qx || !qb || qp_connect(qa, &A, &B, qb, 7, 7) || qp_connect(qb, &B, &A, qa, 7, 7)) {
 		CHECK(0, "ATOMIC WRITE: create and connect an extended QP");
 		goto out;
@@ -409,8 +420,14 @@ static int fresh_pair(struct ibv_qp **qa, struct ibv_qp **qb, int rnr_retry, str
 {
 	*qa = qp_create(&A, scq);
 	*qb = qp_create(&B, NULL);
-	return !*qa || !*qb || qp_connect(*qa, &A, &B, *qb, rnr_retry, 3) ||
-	       qp_connect(*qb, &B, &A, *qa, rnr_retry, 3);
+	/* Three retries, unless the link loses packets (-l): then a WQE may
+	 * meet several losses and RNR NAKs (ODP) before it completes. Not 7:
+	 * rdma_rxe retries forever at 7, so a lost NAK that put the responder
+	 * into ERR would never end the request. */
+	int retry = lossy ? 6 : 3;
+
+	return !*qa || !*qb || qp_connect(*qa, &A, &B, *qb, rnr_retry, retry) ||
+	       qp_connect(*qb, &B, &A, *qa, rnr_retry, retry);
 }
 
 /*
