@@ -23,7 +23,7 @@ if [ "$RROCE_INSMOD" = 1 ]; then
 	# rroce needs the UDP tunnel helpers, which are modules in this kernel.
 	modprobe -q udp_tunnel 2>/dev/null
 	modprobe -q ip6_udp_tunnel 2>/dev/null
-	if ! insmod "$RROCE_ROOT/rroce.ko"; then
+	if ! insmod "${RROCE_MODULE:-$RROCE_ROOT/rroce.ko}"; then
 		echo "guest: insmod rroce.ko failed" >&2
 		rc=126
 	fi

@@ -18,10 +18,21 @@ else
 fi
 unset KASAN
 export RROCE_KASAN
+# `make bench`: a third cached kernel, the test fragment plus
+# kernel/bench.config (no lockdep, no KUnit, optimised for speed, the
+# arch-optimised CRC32), used by the benchmark only.
+if [ "${RROCE_BENCH:-0}" = 1 ]; then
+	RROCE_BENCH=1
+	[ "$RROCE_KASAN" = 0 ] || { echo "[rroce] error: KASAN=1 and the benchmark kernel exclude each other" >&2; exit 1; }
+else
+	RROCE_BENCH=0
+fi
+export RROCE_BENCH
 # Every config fragment of the selected kernel, in merge order.
 rroce_fragments() {
 	echo "$RROCE_FRAGMENT"
 	[ "$RROCE_KASAN" = 0 ] || echo "$RROCE_ROOT/kernel/kasan.config"
+	[ "$RROCE_BENCH" = 0 ] || echo "$RROCE_ROOT/kernel/bench.config"
 }
 export LIBCLANG_PATH=${LIBCLANG_PATH:-/usr/lib/llvm-19/lib}
 export PATH=$HOME/.cargo/bin:$PATH
@@ -50,5 +61,6 @@ rroce_build_dir() {
 	[ -n "$ver" ] || return 1
 	local suffix=
 	[ "$RROCE_KASAN" = 0 ] || suffix=-kasan
+	[ "$RROCE_BENCH" = 0 ] || suffix=-bench
 	echo "$RROCE_CACHE/build/$ver-$(rroce_kernel_key "$ver")$suffix"
 }

@@ -28,7 +28,10 @@ cmd=${*:-true}
 
 B=$(rroce_build_dir) || die "no kernel: run make kernel"
 [ -f "$B/.rroce-built" ] || die "kernel in $B is not built: run make kernel"
-[ $insmod = 0 ] || [ -f "$RROCE_ROOT/rroce.ko" ] || die "rroce.ko is not built: run make module"
+# RROCE_MODULE: the rroce.ko to insert (make bench builds its own for the
+# benchmark kernel, outside this tree).
+MODULE=${RROCE_MODULE:-$RROCE_ROOT/rroce.ko}
+[ $insmod = 0 ] || [ -f "$MODULE" ] || die "$MODULE is not built: run make module"
 VNG=$RROCE_CACHE/venv/bin/vng
 export PATH=$RROCE_CACHE/venv/bin:$PATH
 [ -x "$VNG" ] || die "virtme-ng missing: run make deps"
@@ -54,6 +57,7 @@ printf '%s\n' "$cmd" >"$RUN/cmd"
 	echo "RROCE_ROOT=$RROCE_ROOT"
 	echo "RROCE_KBUILD=$B"
 	echo "RROCE_INSMOD=$insmod"
+	echo "RROCE_MODULE=$MODULE"
 	echo "RROCE_RUN=$RUN"
 	echo "RROCE_KASAN=$RROCE_KASAN"
 	# A subset of tests/vm/t*.sh for run-all.sh (make check KASAN=1).

@@ -4,10 +4,13 @@
 # topology (two namespaces over a veth pair each: ns0/ns1 for rroce, ns2/ns3
 # for rdma_rxe, since one namespace cannot host both on UDP 4791), same
 # perftest options, interleaved run by run. Writes one CSV line per run to
-# $RROCE_RUN/bench.csv: driver,test,size,rep,value (MB/s or usec).
+# $RROCE_RUN/bench.csv: driver,test,size,mtu,qps,rep,value,cpu_s,bytes
+# (value in MiB/s, perftest's "MB/sec", or usec; cpu_s the busy CPU-seconds
+# of the whole guest during the run, from /proc/stat; bytes the payload the
+# bandwidth run moved).
 cd "$(dirname "$0")/../.." || exit 1
 . tests/demo/netns.sh
-REPS=${BENCH_REPS:-3}
+REPS=${BENCH_REPS:-5}
 OUT=$RROCE_RUN/bench.csv
 : >"$OUT"
 
@@ -29,55 +32,105 @@ ip netns exec ns2 rdma link add rxe0 type rxe netdev v2 || exit 1
 ip netns exec ns3 rdma link add rxe1 type rxe netdev v3 || exit 1
 sleep 1
 
-echo "memcpy,memcpy,0,1,$(./build/samples/memcpy_bw)" >>"$OUT"
+# The guest CPU model as the drivers see it: the carry-less multiply and
+# AVX2 the arch-optimised CRC32 uses.
+{
+	grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//' | tr -d '\n'
+	for f in pclmulqdq avx2; do
+		grep -qw $f /proc/cpuinfo && printf ' +%s' $f || printf ' -%s' $f
+	done
+	echo
+} >"$RROCE_RUN/guest-cpu"
+# Path MTU 4096 rows need room for 4096-byte payloads: every run names its
+# path MTU (-m), so the netdev MTU is only a ceiling.
+for ns in ns0:v0 ns1:v1 ns2:v2 ns3:v3; do ip -n "${ns%%:*}" link set "${ns##*:}" mtu 9000; done
+sleep 1
 
-# one DRIVER PROG SIZE KIND REP
+# The ceilings. memcpy: glibc in user space. kcopy: the guest kernel
+# copying page-cache pages to user memory (dd from a tmpfs file to
+# /dev/null, one kernel copy per byte), the copy a software RDMA device
+# makes: MiB/s, the best of three reads of 256 MiB.
+echo "memcpy,memcpy,0,0,0,1,$(./build/samples/memcpy_bw),," >>"$OUT"
+K=/run/rroce-kcopy
+mkdir -p $K && mount -t tmpfs -o size=300m tmpfs $K
+head -c $((256 << 20)) /dev/zero >$K/f
+kc=0
+for _ in 1 2 3; do
+	v=$(dd if=$K/f of=/dev/null bs=1M 2>&1 | awk '/copied/ { printf "%.1f", $1 / $(NF - 3) / 1048576 }')
+	kc=$(awk -v a="$kc" -v b="${v:-0}" 'BEGIN { print (b > a) ? b : a }')
+done
+umount $K
+echo "kcopy,kcopy,0,0,0,1,$kc,," >>"$OUT"
+echo "  kernel copy rate: $kc MiB/s"
+
+# Busy jiffies (USER_HZ) of all CPUs: user nice system irq softirq steal.
+busy() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9; exit }' /proc/stat; }
+
+# one DRIVER PROG SIZE KIND MTU QPS REP
 one() {
-	local drv=$1 prog=$2 size=$3 kind=$4 rep=$5 sa sb dev0 dev1 ip opts v
+	local drv=$1 prog=$2 size=$3 kind=$4 mtu=$5 qps=$6 rep=$7 sa sb dev0 dev1 ip opts v n=0
 	if [ "$drv" = rroce ]; then
 		sa=ns0 sb=ns1 dev0=rroce0 dev1=rroce1 ip=192.0.2.1
 	else
 		sa=ns2 sb=ns3 dev0=rxe0 dev1=rxe1 ip=198.51.100.1
 	fi
-	# Bandwidth in iteration mode, sized to a few seconds under TCG: in
-	# duration mode (-D) perftest counts only completions polled inside its
-	# sample window, cq_mod (100) messages per CQE, so at TCG speeds a
-	# 1 MiB row needs 100 MiB done inside the window or reads 0.
+	# Bandwidth in iteration mode, sized to a second or two under TCG on
+	# the benchmark kernel, the same bytes whatever the QP count (-n is per
+	# QP): in duration mode (-D) perftest counts only completions polled
+	# inside its sample window, cq_mod (100) messages per CQE, so at TCG
+	# speeds a 1 MiB row needs 100 MiB done inside the window or reads 0.
 	if [ "$kind" = bw ]; then
 		case $size in
-		64) opts="-n 2000" ;; 4096) opts="-n 1000" ;; 65536) opts="-n 150" ;; *) opts="-n 12" ;;
+		64) n=2000 ;; 4096) n=1000 ;; 65536) n=300 ;; *) n=24 ;;
 		esac
+		n=$((n / qps))
+		opts="-n $n -q $qps"
 	else
 		opts="-n 300"
 	fi
-	ip netns exec $sa timeout 60 $prog -d $dev0 -s "$size" $opts >/tmp/b.srv 2>&1 &
+	local b0 b1
+	b0=$(busy)
+	ip netns exec $sa timeout 90 $prog -d $dev0 -m "$mtu" -s "$size" $opts >/tmp/b.srv 2>&1 &
 	local srv=$!
 	sleep 0.5
-	ip netns exec $sb timeout 60 $prog -d $dev1 -s "$size" $opts $ip >/tmp/b.cli 2>&1
+	ip netns exec $sb timeout 90 $prog -d $dev1 -m "$mtu" -s "$size" $opts $ip >/tmp/b.cli 2>&1
 	wait $srv
+	b1=$(busy)
 	# bw: "size iters peak avg msgrate" -> avg; lat: "size iters min max typical ..." -> typical
 	if [ "$kind" = bw ]; then
 		v=$(awk '/^ *[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+/ { v = $4 } END { print v }' /tmp/b.cli)
 	else
 		v=$(awk '/^ *[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+/ { v = $5 } END { print v }' /tmp/b.cli)
 	fi
-	echo "$drv,$prog,$size,$rep,${v:-fail}" >>"$OUT"
-	echo "  $drv $prog $size #$rep: ${v:-FAILED}"
+	local cpu bytes=
+	cpu=$(awk -v a="$b0" -v b="$b1" 'BEGIN { printf "%.2f", (b - a) / 100 }')
+	[ "$kind" = bw ] && bytes=$((size * n * qps))
+	echo "$drv,$prog,$size,$mtu,$qps,$rep,${v:-fail},$cpu,$bytes" >>"$OUT"
+	echo "  $drv $prog $size mtu $mtu x$qps #$rep: ${v:-FAILED} (${cpu} CPU-s)"
+}
+# both PROG SIZE KIND MTU QPS: every repetition, rroce and rxe interleaved.
+both() {
+	local rep
+	for rep in $(seq "$REPS"); do
+		one rroce "$@" "$rep"
+		one rxe "$@" "$rep"
+	done
 }
 for prog in ib_send_bw ib_write_bw ib_read_bw; do
-	for size in 64 4096 65536 1048576; do
-		for rep in $(seq "$REPS"); do
-			one rroce $prog $size bw "$rep"
-			one rxe $prog $size bw "$rep"
+	for size in 64 4096; do
+		both $prog $size bw 1024 1
+	done
+	for size in 65536 1048576; do
+		for mtu in 1024 4096; do
+			for qps in 1 4; do
+				both $prog $size bw $mtu $qps
+			done
 		done
 	done
 done
 for prog in ib_send_lat ib_write_lat ib_read_lat; do
 	for size in 2 4096; do
-		for rep in $(seq "$REPS"); do
-			one rroce $prog $size lat "$rep"
-			one rxe $prog $size lat "$rep"
-		done
+		both $prog $size lat 1024 1
 	done
 done
 ip netns exec ns0 rdma link del rroce0; ip netns exec ns1 rdma link del rroce1
