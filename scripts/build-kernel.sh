@@ -21,17 +21,25 @@ MK=(make -s -C "$SRCDIR" O="$B" -j"$(nproc)" LLVM="$RROCE_LLVM")
 "${MK[@]}" olddefconfig >/dev/null
 "${MK[@]}" rustavailable >/dev/null || die "the kernel does not accept this Rust toolchain: $(rustc --version)"
 "${MK[@]}" olddefconfig >/dev/null
-# Every option of the fragment must have survived dependency resolution.
+# Every option of the fragments must have survived dependency resolution,
+# as the last fragment that names it set it (merge order).
 bad=0
+declare -A want=()
+order=()
 while IFS= read -r line; do
 	case "$line" in CONFIG_*=*) ;; *) continue ;; esac
-	opt=${line%%=*}; val=${line#*=}
+	opt=${line%%=*}
+	[ -n "${want[$opt]+set}" ] || order+=("$opt")
+	want[$opt]=${line#*=}
+done < <(rroce_fragments | xargs cat)
+for opt in "${order[@]}"; do
+	val=${want[$opt]}
 	if [ "$val" = n ]; then
 		grep -q "^$opt=" "$B/.config" && { log "config: $opt should be off"; bad=1; }
 	else
-		grep -qx "$line" "$B/.config" || { log "config: wanted $line, got: $(grep "^$opt=\|# $opt " "$B/.config" || echo unset)"; bad=1; }
+		grep -qx "$opt=$val" "$B/.config" || { log "config: wanted $opt=$val, got: $(grep "^$opt=\|# $opt " "$B/.config" || echo unset)"; bad=1; }
 	fi
-done < <(rroce_fragments | xargs cat)
+done
 [ $bad = 0 ] || die "the config fragment did not apply cleanly (see above)"
 "${MK[@]}" >"$B/build.log" 2>&1 || { tail -40 "$B/build.log"; die "kernel build failed (log: $B/build.log)"; }
 "${MK[@]}" modules_prepare >/dev/null
