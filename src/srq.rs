@@ -12,16 +12,18 @@
 //! Locking: `SrqState::inner` is an IRQ-safe spinlock taken under a QP's
 //! lock (the responder) or alone (the verbs); nothing is taken under it. A
 //! resize allocates the new ring first and frees the old one after
-//! unlocking, as a CQ's. The limit event (`IB_EVENT_SRQ_LIMIT_REACHED`)
+//! unlocking, as a CQ's, all under `SrqState::resize` (a mutex: the
+//! allocation and the write to the process sleep), so resizes of one SRQ
+//! run one at a time. The limit event (`IB_EVENT_SRQ_LIMIT_REACHED`)
 //! is raised by the responder after the SRQ lock is dropped, under the QP
 //! lock, as rdma_rxe raises it under its own.
 
 use core::pin::Pin;
 
 use kernel::{
-    new_spinlock_irq,
+    new_mutex, new_spinlock_irq,
     prelude::*,
-    sync::SpinLockIrq,
+    sync::{Mutex, SpinLockIrq},
     types::Opaque,
     uaccess::{UserPtr, UserSlice},
 };
@@ -74,6 +76,11 @@ pub(crate) struct SrqState {
     user: bool,
     elem: usize,
     max_sge: u32,
+    /// Held across a resize (allocation, telling the process, the swap):
+    /// two `modify_srq` calls at once resize one after the other, so the
+    /// ring the process was told of last is the one in use.
+    #[pin]
+    resize: Mutex<()>,
     #[pin]
     inner: SpinLockIrq<SrqInner>,
 }
@@ -150,6 +157,7 @@ impl RroceSrq {
                 user: uctx.is_some(),
                 elem: layout.elem_size(),
                 max_sge: sge,
+                resize <- new_mutex!((), "rroce::srq::resize"),
                 inner <- new_spinlock_irq!(
                     SrqInner {
                         buf,
@@ -241,6 +249,8 @@ impl SrqState {
         mask: u32,
         user: Option<(&UserCtx<'_>, u64)>,
     ) -> Result {
+        // Dropped at the end, after the old ring (never under `inner`).
+        let _resizing = self.resize.lock();
         let (capacity, armed) = {
             let g = self.inner.lock();
             (g.cons.layout().capacity(), g.limit.get())
