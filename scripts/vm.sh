@@ -65,6 +65,8 @@ printf '%s\n' "$cmd" >"$RUN/cmd"
 	# tests/vm/t67-ulps.sh: which ULPs, on which driver (by hand).
 	echo "RROCE_ULPS='${RROCE_ULPS:-}'"
 	echo "RROCE_ULP_DRIVER='${RROCE_ULP_DRIVER:-}'"
+	# tests/bench/guest.sh: repetitions per row (make bench).
+	echo "BENCH_REPS='${BENCH_REPS:-}'"
 } >"$RUN/env"
 
 accel=(--disable-kvm)

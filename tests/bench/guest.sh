@@ -11,6 +11,7 @@
 cd "$(dirname "$0")/../.." || exit 1
 . tests/demo/netns.sh
 REPS=${BENCH_REPS:-5}
+[ -n "$REPS" ] || REPS=5
 OUT=$RROCE_RUN/bench.csv
 : >"$OUT"
 
@@ -92,7 +93,12 @@ one() {
 	b0=$(busy)
 	ip netns exec $sa timeout 90 $prog -d $dev0 -m "$mtu" -s "$size" $opts >/tmp/b.srv 2>&1 &
 	local srv=$!
-	sleep 0.5
+	# Until the server listens for perftest's out-of-band TCP handshake (a
+	# fixed sleep was sometimes too short under TCG: the run failed).
+	for _ in $(seq 50); do
+		ip netns exec $sa ss -ltnH 2>/dev/null | grep -q ':18515\b' && break
+		sleep 0.1
+	done
 	ip netns exec $sb timeout 90 $prog -d $dev1 -m "$mtu" -s "$size" $opts $ip >/tmp/b.cli 2>&1
 	wait $srv
 	b1=$(busy)
@@ -106,6 +112,8 @@ one() {
 	cpu=$(awk -v a="$b0" -v b="$b1" 'BEGIN { printf "%.2f", (b - a) / 100 }')
 	[ "$kind" = bw ] && bytes=$((size * n * qps))
 	echo "$drv,$prog,$size,$mtu,$qps,$rep,${v:-fail},$cpu,$bytes" >>"$OUT"
+	# Why a run failed, for the record.
+	[ -n "$v" ] || { echo "== $drv $prog $size mtu $mtu x$qps #$rep"; tail -n 4 /tmp/b.srv /tmp/b.cli; } >>"$RROCE_RUN/bench-failures.log"
 	echo "  $drv $prog $size mtu $mtu x$qps #$rep: ${v:-FAILED} (${cpu} CPU-s)"
 }
 # both PROG SIZE KIND MTU QPS: every repetition, rroce and rxe interleaved.
