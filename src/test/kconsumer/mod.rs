@@ -619,6 +619,22 @@ fn wait_wcs(cq: &TestCq, n: usize) -> KVec<sys::ib_wc> {
 
 /// An SGE for `len` bytes at `addr` (a kernel virtual address, which is
 /// what the DMA MR takes on rroce).
+/// A signaled RDMA READ or WRITE (`opcode`) of the one SGE `s` at
+/// `remote` under `rkey`. The work request points at `s`, which must
+/// outlive its posting.
+fn rdma_wr(wr_id: u64, opcode: u32, s: &sys::ib_sge, remote: u64, rkey: u32) -> sys::ib_rdma_wr {
+    // SAFETY: all-zero is a valid `ib_rdma_wr`.
+    let mut w: sys::ib_rdma_wr = unsafe { core::mem::zeroed() };
+    w.wr.__bindgen_anon_1.wr_id = wr_id;
+    w.wr.opcode = opcode;
+    w.wr.send_flags = sys::ib_send_flags_IB_SEND_SIGNALED;
+    w.wr.sg_list = core::ptr::from_ref(s).cast_mut();
+    w.wr.num_sge = 1;
+    w.remote_addr = remote;
+    w.rkey = rkey;
+    w
+}
+
 fn sge(addr: *const u8, len: usize, lkey: u32) -> sys::ib_sge {
     sys::ib_sge {
         addr: addr as u64,

@@ -74,17 +74,8 @@ impl Pair {
         remote: u64,
         rkey: u32,
     ) -> Result<u32, &'static str> {
-        use sys::*;
         let s = sge(local, len, self.pd.lkey());
-        // SAFETY: all-zero is a valid `ib_rdma_wr`.
-        let mut w: ib_rdma_wr = unsafe { core::mem::zeroed() };
-        w.wr.__bindgen_anon_1.wr_id = 0xd1;
-        w.wr.opcode = opcode;
-        w.wr.send_flags = ib_send_flags_IB_SEND_SIGNALED;
-        w.wr.sg_list = core::ptr::from_ref(&s).cast_mut();
-        w.wr.num_sge = 1;
-        w.remote_addr = remote;
-        w.rkey = rkey;
+        let w = rdma_wr(0xd1, opcode, &s, remote, rkey);
         if self.a.post_send(&w.wr).0 != 0 {
             return Err("post_send of an RDMA READ or WRITE failed");
         }

@@ -264,15 +264,13 @@ fn post_read(
 ) -> i32 {
     use sys::*;
     let s = sge(local, len, pd.lkey());
-    // SAFETY: all-zero is a valid `ib_rdma_wr`.
-    let mut w: ib_rdma_wr = unsafe { core::mem::zeroed() };
-    w.wr.__bindgen_anon_1.wr_id = id;
-    w.wr.opcode = ib_wr_opcode_IB_WR_RDMA_READ;
-    w.wr.send_flags = ib_send_flags_IB_SEND_SIGNALED;
-    w.wr.sg_list = core::ptr::from_ref(&s).cast_mut();
-    w.wr.num_sge = 1;
-    w.remote_addr = remote as u64;
-    w.rkey = pd.rkey();
+    let w = rdma_wr(
+        id,
+        ib_wr_opcode_IB_WR_RDMA_READ,
+        &s,
+        remote as u64,
+        pd.rkey(),
+    );
     a.post_send(&w.wr).0
 }
 

@@ -74,15 +74,7 @@ pub(crate) fn ack_ends_rnr_wait() -> Result<(), &'static str> {
     let peer = TestQp::new(&pd, &cq)?;
     a.connect(peer.qpn(), &gid, sgid)?;
     let s = sge(src.as_ptr(), src.len(), pd.lkey());
-    // SAFETY: all-zero is a valid `ib_rdma_wr`.
-    let mut w: ib_rdma_wr = unsafe { core::mem::zeroed() };
-    w.wr.__bindgen_anon_1.wr_id = 0xe1;
-    w.wr.opcode = ib_wr_opcode_IB_WR_RDMA_WRITE;
-    w.wr.send_flags = ib_send_flags_IB_SEND_SIGNALED;
-    w.wr.sg_list = core::ptr::from_ref(&s).cast_mut();
-    w.wr.num_sge = 1;
-    w.remote_addr = 0x1000;
-    w.rkey = 0x4242;
+    let mut w = rdma_wr(0xe1, ib_wr_opcode_IB_WR_RDMA_WRITE, &s, 0x1000, 0x4242);
     if a.post_send(&w.wr).0 != 0 {
         return Err("post_send of the first WRITE failed");
     }
