@@ -321,6 +321,7 @@ unsafe fn register(
     if err != 0 {
         // On failure the core has not called `dealloc_driver`.
         let held = DEVICES.lock().remove(ibdev);
+        registry::wait_readers();
         // SAFETY: drops the registry's netdev reference; registration
         // failed, so we still own `ibdev`.
         unsafe {
@@ -355,6 +356,9 @@ unsafe extern "C" fn dealloc_driver(ibdev: *mut sys::ib_device) {
         // SAFETY: the registry held this reference.
         unsafe { sys::rroce_helper_dev_put(ndev) };
     }
+    // A packet that found the device without the lock is done with its
+    // slot before the core frees the device.
+    registry::wait_readers();
     // SAFETY: ours and no longer used by anyone: every object is gone and
     // no packet can find the device (it left the registry above).
     let net = unsafe { RroceDev::release(ibdev) };
@@ -403,10 +407,7 @@ unsafe extern "C" fn netdev_event(
         sys::netdev_cmd_NETDEV_UNREGISTER => {
             // The netdev goes away: forget it (so `get_netdev` returns
             // null from now on) and remove the device.
-            let held = DEVICES.lock().by_ndev(ndev).map(|slot| {
-                slot.ndev = 0;
-                ndev
-            });
+            let held = DEVICES.lock().forget_netdev(ndev);
             // SAFETY: `ibdev` is one of ours and referenced.
             unsafe { RroceDev::from_ib(ibdev) }.forget_netdev();
             // SAFETY: drops the registry's reference; `ibdev` is

@@ -56,14 +56,15 @@ impl Drop for DevRef {
 }
 
 /// A packet from the tunnel (softirq context): finds its device, checks it
-/// and hands it to the transport.
-pub(crate) fn receive(rx: &Received<'_>) {
+/// and hands it to the transport. `true` once a device took it (it was
+/// used, or dropped and counted on the device).
+pub(crate) fn receive(rx: &Received<'_>) -> bool {
     let pkt = rx.bytes();
     let Some(ip) = ip_info(pkt) else {
-        return;
+        return false;
     };
     let Some((dev_ref, checked)) = lookup_device(rx, pkt, &ip) else {
-        return;
+        return false;
     };
     let dev = dev_ref.dev();
     dev.counters.inc(Counter::RcvdPkts);
@@ -71,10 +72,14 @@ pub(crate) fn receive(rx: &Received<'_>) {
         Some(roce) => roce,
         None => match roce_payload(pkt, ip.len) {
             Ok(roce) => roce,
-            Err(c) => return dev.counters.inc(c),
+            Err(c) => {
+                dev.counters.inc(c);
+                return true;
+            }
         },
     };
     deliver(dev, roce, &ip);
+    true
 }
 
 /// The rroce device a packet arrived for: the one bound to the receiving
@@ -90,11 +95,11 @@ fn lookup_device<'p>(
     ip: &IpInfo<'_>,
 ) -> Option<(DevRef, Option<&'p [u8]>)> {
     let ndev = rx.netdev();
-    let by_ndev = crate::registry::device_of_netdev(ndev).or_else(|| {
+    let by_ndev = crate::registry::rx_device_of_netdev(ndev).or_else(|| {
         // SAFETY: the receiving netdev is live while the packet is handled.
         let real = unsafe { sys::rroce_helper_vlan_real_dev(ndev) };
         (!real.is_null())
-            .then(|| crate::registry::device_of_netdev(real))
+            .then(|| crate::registry::rx_device_of_netdev(real))
             .flatten()
     });
     if let Some(ibdev) = by_ndev {

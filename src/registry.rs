@@ -9,8 +9,17 @@
 //! Lock order: `DEVICES` is a leaf, IRQ-safe spinlock (`get_netdev` may be
 //! called in atomic context); nothing is called into the RDMA core while
 //! holding it except `ib_device_try_get()` and `dev_hold()`.
+//!
+//! The receive path takes no lock: every change to a slot's pair is
+//! mirrored, under `DEVICES`, into [`RX`], which a packet's lookup
+//! ([`rx_device_of_netdev`]) reads inside an RCU read-side section; a
+//! device leaves `RX` and a grace period passes before its memory can be
+//! freed ([`wait_readers`], called by `dealloc_driver`).
 
-use core::ptr::null_mut;
+use core::{
+    ptr::null_mut,
+    sync::atomic::{AtomicUsize, Ordering},
+};
 
 use kernel::prelude::*;
 
@@ -50,35 +59,99 @@ impl DeviceList {
         dev: *mut sys::ib_device,
         ndev: *mut sys::net_device,
     ) -> Result {
-        let slot = self.slots.iter_mut().find(|d| d.dev == 0).ok_or(ENOSPC)?;
+        let (i, slot) = self
+            .slots
+            .iter_mut()
+            .enumerate()
+            .find(|(_, d)| d.dev == 0)
+            .ok_or(ENOSPC)?;
         *slot = DeviceSlot {
             dev: dev as usize,
             ndev: ndev as usize,
         };
+        RX.publish(i, *slot);
         Ok(())
     }
 
     /// Frees the slot of `dev`, returning its netdev (whose reference the
     /// caller must drop) if it still had one.
     pub(crate) fn remove(&mut self, dev: *mut sys::ib_device) -> Option<*mut sys::net_device> {
-        let slot = self.slots.iter_mut().find(|d| d.dev == dev as usize)?;
+        let (i, slot) = self
+            .slots
+            .iter_mut()
+            .enumerate()
+            .find(|(_, d)| d.dev == dev as usize)?;
         let ndev = slot.ndev;
         *slot = DeviceSlot { dev: 0, ndev: 0 };
+        RX.publish(i, *slot);
         (ndev != 0).then_some(ndev as *mut sys::net_device)
+    }
+
+    /// Unbinds the netdev `ndev` (unregistering) from its device's slot,
+    /// returning it if a slot had it (the caller drops the slot's
+    /// reference).
+    pub(crate) fn forget_netdev(
+        &mut self,
+        ndev: *mut sys::net_device,
+    ) -> Option<*mut sys::net_device> {
+        let (i, slot) = self
+            .slots
+            .iter_mut()
+            .enumerate()
+            .find(|(_, d)| d.dev != 0 && d.ndev == ndev as usize)?;
+        slot.ndev = 0;
+        RX.publish(i, *slot);
+        Some(ndev)
     }
 
     pub(crate) fn by_dev(&self, dev: *mut sys::ib_device) -> Option<&DeviceSlot> {
         self.slots.iter().find(|d| d.dev == dev as usize)
     }
 
-    pub(crate) fn by_ndev(&mut self, ndev: *mut sys::net_device) -> Option<&mut DeviceSlot> {
+    pub(crate) fn by_ndev(&self, ndev: *mut sys::net_device) -> Option<&DeviceSlot> {
         self.slots
-            .iter_mut()
+            .iter()
             .find(|d| d.dev != 0 && d.ndev == ndev as usize)
     }
 
     pub(crate) fn is_empty(&self) -> bool {
         self.slots.iter().all(|d| d.dev == 0)
+    }
+}
+
+/// The slots as the receive path reads them: each a copy of the
+/// `DeviceList` slot at the same index, written under `DEVICES`, read
+/// without it.
+///
+/// # Invariants
+///
+/// `dev[i]` is 0 or an rroce `ib_device` whose memory stays allocated for
+/// an RCU grace period after `dev[i]` stops naming it (`dealloc_driver`
+/// waits for one, [`wait_readers`], before the core frees the device).
+/// `ndev[i]` is only compared, never dereferenced.
+struct RxSlots {
+    dev: [AtomicUsize; MAX_DEVICES],
+    ndev: [AtomicUsize; MAX_DEVICES],
+}
+
+static RX: RxSlots = RxSlots {
+    dev: [const { AtomicUsize::new(0) }; MAX_DEVICES],
+    ndev: [const { AtomicUsize::new(0) }; MAX_DEVICES],
+};
+
+impl RxSlots {
+    /// Mirrors slot `i` (the caller holds `DEVICES`). A reader that sees
+    /// the new netdev also sees the new device; one that sees a cleared
+    /// netdev skips the slot.
+    fn publish(&self, i: usize, slot: DeviceSlot) {
+        let (Some(dev), Some(ndev)) = (self.dev.get(i), self.ndev.get(i)) else {
+            return;
+        };
+        ndev.store(0, Ordering::Release);
+        // INVARIANT: a device leaving the slot is freed only after
+        // `wait_readers`.
+        dev.store(slot.dev, Ordering::Release);
+        ndev.store(slot.ndev, Ordering::Release);
     }
 }
 
@@ -94,10 +167,40 @@ pub(crate) fn init() {
     unsafe { DEVICES.init() };
 }
 
+/// Finds rroce's device bound to `ndev` for a received packet, without a
+/// lock, with a reference the caller must drop with `ib_device_put`.
+pub(crate) fn rx_device_of_netdev(ndev: *mut sys::net_device) -> Option<*mut sys::ib_device> {
+    if ndev.is_null() {
+        return None;
+    }
+    let _guard = kernel::sync::rcu::read_lock();
+    for (n, d) in RX.ndev.iter().zip(RX.dev.iter()) {
+        if n.load(Ordering::Acquire) != ndev as usize {
+            continue;
+        }
+        let dev = d.load(Ordering::Acquire) as *mut sys::ib_device;
+        if dev.is_null() {
+            continue;
+        }
+        // SAFETY: `dev` was listed inside this RCU read-side section, so
+        // its memory is not freed before the section ends (type invariant
+        // of `RxSlots`); a device being released fails the try.
+        return (unsafe { sys::rroce_helper_ib_device_try_get(dev) } != 0).then_some(dev);
+    }
+    None
+}
+
+/// Waits until no receive-path lookup can still be using a device that
+/// has left the registry (an RCU grace period). Process context.
+pub(crate) fn wait_readers() {
+    // SAFETY: plain call in process context.
+    unsafe { sys::rroce_helper_synchronize_rcu() };
+}
+
 /// Finds rroce's device bound to `ndev`, with a reference the caller must
 /// drop with `ib_device_put`.
 pub(crate) fn device_of_netdev(ndev: *mut sys::net_device) -> Option<*mut sys::ib_device> {
-    let mut list = DEVICES.lock();
+    let list = DEVICES.lock();
     let dev = list.by_ndev(ndev)?.dev as *mut sys::ib_device;
     // SAFETY: `dev` is allocated while in the registry (type invariant of
     // `DeviceSlot`), and the lock keeps `dealloc_driver` from finishing.

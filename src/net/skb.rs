@@ -43,6 +43,15 @@ impl Skb {
         Skb(skb, null_mut(), 0)
     }
 
+    /// Frees a received packet that was used: `consume_skb`, which the
+    /// kernel's drop accounting does not count as a drop.
+    pub(super) fn consume(self) {
+        let skb = self.0.as_ptr();
+        core::mem::forget(self);
+        // SAFETY: owned (type invariant); `self` is forgotten, so freed once.
+        unsafe { sys::rroce_helper_consume_skb(skb) };
+    }
+
     /// The skb, still owned by `self`.
     pub(super) fn as_ptr(&self) -> *mut sys::sk_buff {
         self.0.as_ptr()

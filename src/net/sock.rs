@@ -55,19 +55,23 @@ unsafe extern "C" fn encap_rcv(_sk: *mut sys::sock, skb: *mut sys::sk_buff) -> c
     };
     // SAFETY: the stack passed us the skb.
     let skb = unsafe { Skb::from_received(skb) };
-    receive(&skb);
+    if receive(&skb) {
+        skb.consume();
+    }
     0
 }
 
-/// Linearizes a received packet and hands it to the receive path; the skb
-/// is freed when the caller drops it.
-fn receive(skb: &Skb) {
+/// Linearizes a received packet and hands it to the receive path: `true`
+/// if a device took it (then it is consumed, not dropped: the device's
+/// counters record what it dropped); otherwise the skb is freed as a drop
+/// when the caller drops it.
+fn receive(skb: &Skb) -> bool {
     let mut ndev = null_mut();
     let mut l3: *mut u8 = null_mut();
     let mut l3_len: u32 = 0;
     // SAFETY: we own the skb.
     if unsafe { sys::rroce_helper_rx_skb(skb.as_ptr(), &mut ndev, &mut l3, &mut l3_len) } != 0 {
-        return;
+        return false;
     }
     // SAFETY: the linear packet from the network header to the tail,
     // owned with the skb, which outlives this borrow.
@@ -75,7 +79,7 @@ fn receive(skb: &Skb) {
     // SAFETY: the netdev the packet arrived on, live in softirq context
     // while this callback runs.
     let rx = unsafe { Received::new(pkt, ndev) };
-    crate::recv::receive(&rx);
+    crate::recv::receive(&rx)
 }
 
 /// Takes a reference on the sockets of `ndev`'s namespace, creating them
