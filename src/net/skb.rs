@@ -75,12 +75,16 @@ impl Skb {
     ///
     /// A queued skb names no netdev (see [`alloc`]): only here, with the
     /// netdev known live for the call, does `skb->dev` point at it.
+    ///
+    /// `route` is null or a QP's route cache, valid for the call, whose
+    /// entries are routes to `av` (reset whenever the QP's path changes).
     pub(crate) fn send(
         self,
         ndev: *mut sys::net_device,
         _rcu: &kernel::sync::rcu::Guard,
         av: &AddressVector,
         sport: u16,
+        route: *mut sys::rroce_route,
         counters: &Counters,
     ) -> Result {
         if ndev.is_null() {
@@ -94,7 +98,9 @@ impl Skb {
         // the RCU read-side section the caller holds, and an unregistering
         // netdev is freed only after a grace period that follows its
         // clearing (NETDEV_UNREGISTER, then `synchronize_net`), so it is
-        // live for this call; the GIDs are 16 bytes.
+        // live for this call; the GIDs are 16 bytes; `route` is null or a
+        // live cache of routes to `av` (caller); interrupts are on (the
+        // callers defer sends made with them off).
         let err = unsafe {
             sys::rroce_helper_tx_prepare(
                 self.0.as_ptr(),
@@ -105,6 +111,7 @@ impl Skb {
                 sport,
                 av.traffic_class,
                 if av.hop_limit == 0 { 64 } else { av.hop_limit },
+                route,
                 &mut l3,
                 &mut l3_len,
             )

@@ -450,6 +450,7 @@ fn new_state(
             sq_max_inline: r.max_inline,
             rq_max_sge: r.rq_max_sge,
             timer: core::ptr::null_mut(),
+            route: core::ptr::null_mut(),
         },
         tx_busy: AtomicBool::new(false),
         // SAFETY: an all-zero work_struct is a valid placeholder until

@@ -186,6 +186,7 @@ impl QpState {
             return Err(EINVAL);
         }
         let mut attrs = inner.t.attrs;
+        let new_path = av.is_some();
         attrs.apply(attr, mask, av);
         let rtr = if new == sys::ib_qp_state_IB_QPS_RTR && old != new {
             Some(self.rtr_params(&attrs)?)
@@ -194,6 +195,12 @@ impl QpState {
         };
         // Checked: from here on nothing fails.
         inner.t.attrs = attrs;
+        if new_path || new == sys::ib_qp_state_IB_QPS_RESET {
+            // Routes cached for the old path are not used again.
+            // SAFETY: null (a no-op) or this QP's route cache, live while
+            // the QP is (type invariant of `QpFixed`).
+            unsafe { sys::rroce_helper_route_cache_reset(self.fixed.route) };
+        }
         if let Some(p) = rtr {
             inner.t.mtu = p.mtu;
             inner.sport = p.sport;

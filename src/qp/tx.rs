@@ -35,10 +35,20 @@ pub(super) unsafe fn start(raw: *mut QpState) -> Result {
     if timer.is_null() {
         return Err(ENOMEM);
     }
+    // A connected QP routes every packet to one peer: the lookup is cached
+    // (without memory, every packet is looked up).
+    // SAFETY: `raw` is live and not shared yet (caller).
+    let route = if unsafe { (*raw).is_ud() } {
+        core::ptr::null_mut()
+    } else {
+        // SAFETY: plain allocation in process context.
+        unsafe { sys::rroce_helper_route_cache_new() }
+    };
     // SAFETY: not shared yet; the state is pinned, so the work item keeps
     // its address.
     unsafe {
         (*raw).fixed.timer = timer;
+        (*raw).fixed.route = route;
         sys::rroce_helper_init_work((*raw).tx_work.get(), Some(tx_work_fn));
     }
     Ok(())
@@ -57,6 +67,9 @@ pub(super) unsafe fn stop(st: &QpState) {
     unsafe {
         sys::rroce_helper_timer_free(st.fixed.timer);
         sys::rroce_helper_cancel_work_sync(st.tx_work.get());
+        // Nothing sends any more (the work item is cancelled, the QP is
+        // out of the table after a grace period); null is a no-op.
+        sys::rroce_helper_route_cache_free(st.fixed.route);
     }
 }
 
@@ -141,7 +154,7 @@ impl QpState {
             0xc000 | ((h >> 16) as u16 & 0x3fff)
         };
         for (skb, av) in out {
-            self.send_skb(skb, &av, sport);
+            self.send_skb(skb, &av, sport, core::ptr::null_mut());
         }
     }
 
@@ -149,10 +162,11 @@ impl QpState {
     /// RCU read-side section the send runs in: a netdev unregistering
     /// meanwhile is either seen gone (the packet is dropped) or stays
     /// live until the send returns.
-    fn send_skb(&self, skb: Skb, av: &AddressVector, sport: u16) {
+    /// `route` is null or the QP's route cache, for packets to its path.
+    fn send_skb(&self, skb: Skb, av: &AddressVector, sport: u16, route: *mut sys::rroce_route) {
         let dev = self.dev();
         let guard = rcu::read_lock();
-        let _ = skb.send(dev.netdev(&guard), &guard, av, sport, &dev.counters);
+        let _ = skb.send(dev.netdev(&guard), &guard, av, sport, route, &dev.counters);
     }
 
     /// Sends the queued packets, in order: one context at a time drains
@@ -237,7 +251,7 @@ impl QpState {
                 }
                 *budget -= 1;
                 match av.as_ref() {
-                    Some(av) => self.send_skb(skb, av, sport),
+                    Some(av) => self.send_skb(skb, av, sport, self.fixed.route),
                     None => drop(skb),
                 }
             }

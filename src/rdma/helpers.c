@@ -18,6 +18,7 @@
 #include <linux/if_vlan.h>
 #include <net/ipv6.h>
 #include <net/if_inet6.h>
+#include <net/dst_cache.h>
 #include <net/ip6_route.h>
 #include <net/route.h>
 #include <net/udp.h>
@@ -261,27 +262,86 @@ struct sk_buff *rroce_helper_tx_alloc(struct net_device *ndev, bool ipv6, u32 le
 	return skb;
 }
 
+struct rroce_route {
+	struct dst_cache cache;
+};
+
+struct rroce_route *rroce_helper_route_cache_new(void)
+{
+	struct rroce_route *r = kzalloc(sizeof(*r), GFP_KERNEL);
+
+	if (r && dst_cache_init(&r->cache, GFP_KERNEL)) {
+		kfree(r);
+		r = NULL;
+	}
+	return r;
+}
+
+void rroce_helper_route_cache_free(struct rroce_route *r)
+{
+	if (!r)
+		return;
+	dst_cache_destroy(&r->cache);
+	kfree(r);
+}
+
+void rroce_helper_route_cache_reset(struct rroce_route *r)
+{
+	if (r)
+		dst_cache_reset(&r->cache);
+}
+
 static struct dst_entry *rroce_route4(struct net *net, struct net_device *ndev,
-				      __be32 saddr, __be32 daddr)
+				      __be32 saddr, __be32 daddr, struct rroce_route *route)
 {
 	struct flowi4 fl = {};
 	struct rtable *rt;
 
+	if (route) {
+		__be32 cached_saddr = 0;
+
+		/* The per-CPU cache is taken with bottom halves off. */
+		local_bh_disable();
+		rt = dst_cache_get_ip4(&route->cache, &cached_saddr);
+		local_bh_enable();
+		if (rt && cached_saddr == saddr)
+			return &rt->dst;
+		if (rt)
+			ip_rt_put(rt);
+	}
 	fl.flowi4_oif = ndev->ifindex;
 	fl.saddr = saddr;
 	fl.daddr = daddr;
 	fl.flowi4_proto = IPPROTO_UDP;
 	rt = ip_route_output_key(net, &fl);
-	return IS_ERR(rt) ? NULL : &rt->dst;
+	if (IS_ERR(rt))
+		return NULL;
+	if (route) {
+		local_bh_disable();
+		dst_cache_set_ip4(&route->cache, &rt->dst, saddr);
+		local_bh_enable();
+	}
+	return &rt->dst;
 }
 
 static struct dst_entry *rroce_route6(struct net *net, struct net_device *ndev,
 				      const struct in6_addr *saddr,
-				      const struct in6_addr *daddr)
+				      const struct in6_addr *daddr, struct rroce_route *route)
 {
 	struct flowi6 fl6 = {};
 	struct dst_entry *dst;
 
+	if (route) {
+		struct in6_addr cached_saddr = {};
+
+		local_bh_disable();
+		dst = dst_cache_get_ip6(&route->cache, &cached_saddr);
+		local_bh_enable();
+		if (dst && ipv6_addr_equal(&cached_saddr, saddr))
+			return dst;
+		if (dst)
+			dst_release(dst);
+	}
 	fl6.flowi6_oif = ndev->ifindex;
 	fl6.saddr = *saddr;
 	fl6.daddr = *daddr;
@@ -293,12 +353,17 @@ static struct dst_entry *rroce_route6(struct net *net, struct net_device *ndev,
 		dst_release(dst);
 		return NULL;
 	}
+	if (route) {
+		local_bh_disable();
+		dst_cache_set_ip6(&route->cache, dst, saddr);
+		local_bh_enable();
+	}
 	return dst;
 }
 
 int rroce_helper_tx_prepare(struct sk_buff *skb, struct net_device *ndev, bool ipv6,
 			    const u8 *sgid, const u8 *dgid, u16 sport, u8 tclass, u8 ttl,
-			    u8 **l3, u32 *l3_len)
+			    struct rroce_route *route, u8 **l3, u32 *l3_len)
 {
 	struct net *net = dev_net(ndev);
 	struct dst_entry *dst;
@@ -308,10 +373,10 @@ int rroce_helper_tx_prepare(struct sk_buff *skb, struct net_device *ndev, bool i
 
 	if (ipv6)
 		dst = rroce_route6(net, skb->dev, (const struct in6_addr *)sgid,
-				   (const struct in6_addr *)dgid);
+				   (const struct in6_addr *)dgid, route);
 	else
 		dst = rroce_route4(net, skb->dev, *(const __be32 *)(sgid + 12),
-				   *(const __be32 *)(dgid + 12));
+				   *(const __be32 *)(dgid + 12), route);
 	if (!dst)
 		return -EHOSTUNREACH;
 

@@ -81,12 +81,19 @@ void rroce_helper_consume_skb(struct sk_buff *skb);
 /* An skb with room for @ndev's link header and the IP and UDP headers in
  * front of @len bytes; skb->dev stays NULL until rroce_helper_tx_prepare(). */
 struct sk_buff *rroce_helper_tx_alloc(struct net_device *ndev, bool ipv6, u32 len, u8 **data);
+/* A connected QP's cached route (a struct dst_cache): looked up once, then
+ * reused until the routing tables change (dst_check) or the QP's path does
+ * (rroce_helper_route_cache_reset()). */
+struct rroce_route;
+struct rroce_route *rroce_helper_route_cache_new(void);
+void rroce_helper_route_cache_free(struct rroce_route *r);
+void rroce_helper_route_cache_reset(struct rroce_route *r);
 /* Route out of @ndev (live for the call: the caller holds the RCU read lock
- * it found it under), then push the UDP and IP headers (as rdma_rxe's
- * prepare4/6). */
+ * it found it under), through @route if not NULL, then push the UDP and IP
+ * headers (as rdma_rxe's prepare4/6). Not with interrupts off. */
 int rroce_helper_tx_prepare(struct sk_buff *skb, struct net_device *ndev, bool ipv6,
 			    const u8 *sgid, const u8 *dgid, u16 sport, u8 tclass, u8 ttl,
-			    u8 **l3, u32 *l3_len);
+			    struct rroce_route *route, u8 **l3, u32 *l3_len);
 /* ip_local_out()/ip6_local_out(); consumes the skb. */
 int rroce_helper_tx_send(struct sk_buff *skb);
 /* Adds (or removes) the Ethernet multicast address of multicast GID @gid

@@ -58,8 +58,9 @@ pub(crate) struct QpAttrs {
 ///
 /// `pd`, `send_cq` and `recv_cq` are the QP's PD and CQs, `srq` null or
 /// its SRQ's state, and `ibqp` the core's QP, all of which outlive this
-/// value (the RDMA core holds use counts on them). `timer` is null or a timer whose callback receives
-/// the QP, shut down before the QP is freed.
+/// value (the RDMA core holds use counts on them). `timer` is null or a
+/// timer whose callback receives the QP, shut down before the QP is freed.
+/// `route` is null or a route cache of this QP's, freed with it.
 pub(crate) struct QpFixed {
     pub(crate) qpn: u32,
     pub(crate) pd: *mut sys::ib_pd,
@@ -85,6 +86,9 @@ pub(crate) struct QpFixed {
     pub(crate) sq_max_inline: u32,
     pub(crate) rq_max_sge: u32,
     pub(crate) timer: *mut sys::rroce_timer,
+    /// A connected QP's cached route to its peer (null for UD, which
+    /// sends to a new address each datagram, or without memory).
+    pub(crate) route: *mut sys::rroce_route,
 }
 
 impl QpFixed {

@@ -165,6 +165,51 @@ else
 	fail rc.netem "tc netem is not available in the test kernel"
 fi
 
+# A connected QP caches its route: a route change must reach a QP already
+# sending. While ib_write_bw runs, the client's side gets a host route to
+# the server through a gateway that does not exist (192.0.2.99): once the
+# client's QP takes it, nothing more reaches the server (its rcvd_pkts
+# stops), where a QP that kept its cached route would go on sending. (A
+# blackhole route would not do: a route lookup that names the output
+# device treats a failed lookup as on-link.)
+rcvd() { rdma statistic show link "$1/1" | grep -o 'rcvd_pkts [0-9]*' | awk '{print $2+0}'; }
+route_change() {
+	local r0 r1 rb r2 r3 i rc=0
+	ip netns exec ns0 timeout $((40 * SLOW)) ib_write_bw -d rroce0 -D $((10 * SLOW)) -s 4096 >/dev/null 2>&1 &
+	local srv=$!
+	wait_listen ns0
+	ip netns exec ns1 timeout $((40 * SLOW)) ib_write_bw -d rroce1 -D $((10 * SLOW)) -s 4096 192.0.2.1 >/dev/null 2>&1 &
+	local cli=$!
+	# Until the server receives.
+	r0=$(rcvd rroce0)
+	for i in $(seq 100); do
+		[ "$(rcvd rroce0)" -gt $((r0 + 200)) ] && break
+		sleep 0.1
+	done
+	r1=$(rcvd rroce0)
+	sleep 0.5
+	rb=$(rcvd rroce0)
+	ip -n ns1 route add 192.0.2.1/32 via 192.0.2.99 dev v1
+	# What was in flight lands; then nothing more may.
+	sleep 0.5
+	r2=$(rcvd rroce0)
+	sleep 1
+	r3=$(rcvd rroce0)
+	ip -n ns1 route del 192.0.2.1/32 via 192.0.2.99 dev v1
+	kill -9 $srv $cli 2>/dev/null
+	wait $srv $cli 2>/dev/null
+	if [ "$rb" -le "$r1" ]; then
+		echo "no traffic before the route change (rcvd_pkts $r0 -> $r1 -> $rb)"
+		rc=1
+	elif [ "$r3" -ne "$r2" ]; then
+		echo "the QP kept its old route: the server received $((r3 - r2)) packets after the change"
+		rc=1
+	fi
+	return $rc
+}
+check rc.route_change_reaches_qp route_change
+check rc.route_restored_usable sample -a rroce1 -b rroce0 -g 1 -q
+
 # QPs destroyed with traffic in flight (the processes are killed), then the
 # devices deleted; run-all.sh unloads the module and the kernel log is
 # checked by the host.
