@@ -94,6 +94,7 @@ impl Registration {
     /// Register the `rroce` link type and the netdev notifier.
     pub(crate) fn new() -> Result<Self> {
         registry::init();
+        crate::rdma::init_crc();
         crate::net::init();
         crate::transport::init();
         crate::mcast::init();

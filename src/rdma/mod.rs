@@ -11,13 +11,26 @@ pub(crate) mod rcu_table;
 pub(crate) mod sys;
 pub(crate) mod work;
 
+use core::sync::atomic::{AtomicBool, Ordering};
+
+/// Whether the kernel's `crc32_le` is arch-optimised, asked once at module
+/// init ([`init_crc`]) rather than for every packet.
+static KERNEL_CRC_FAST: AtomicBool = AtomicBool::new(false);
+
+/// Asks the CRC library whether its `crc32_le` is arch-optimised (module
+/// init; until then, and if not, ICRCs use the engine's routine).
+pub(crate) fn init_crc() {
+    // SAFETY: plain query of the CRC library.
+    let fast = unsafe { sys::rroce_helper_crc32_le_fast() };
+    KERNEL_CRC_FAST.store(fast, Ordering::Relaxed);
+}
+
 /// The CRC-32 routine for ICRCs: the kernel's `crc32_le` where the kernel
 /// has an arch-optimised one (`CONFIG_CRC_OPTIMIZATIONS`, e.g. PCLMULQDQ on
 /// x86, the one a distribution kernel uses), otherwise the engine's
 /// slicing-by-8, which beats the kernel's generic byte-at-a-time fallback.
 pub(crate) fn icrc_crc32() -> crate::engine::icrc::Crc32Fn {
-    // SAFETY: plain query of the CRC library.
-    if unsafe { sys::rroce_helper_crc32_le_fast() } {
+    if KERNEL_CRC_FAST.load(Ordering::Relaxed) {
         kernel_crc32_le
     } else {
         crate::engine::icrc::crc32_le
