@@ -4,13 +4,13 @@
 #   make demo    set everything up, boot a VM, create rroce devices, run perftest
 #   make check   set everything up and run every test (host, KUnit, VM)
 #
-# Other targets: deps kernel module host-test vm CMD='...' bench compare fuzz loom clippy fmt structure clean
+# Other targets: deps kernel module host-test vm CMD='...' bench profile compare fuzz loom clippy fmt structure clean
 
 SHELL := /bin/bash
 KDIR ?=
 export KDIR
 
-.PHONY: all deps kernel module samples host-test vm check demo bench compare fuzz loom clippy fmt fmt-check uapi-check structure clean
+.PHONY: all deps kernel module samples host-test vm check demo bench profile compare fuzz loom clippy fmt fmt-check uapi-check structure clean
 
 all: module
 
@@ -62,6 +62,10 @@ demo:
 
 bench:
 	@scripts/bench.sh
+
+# Where the CPU time goes in some of the benchmark's rows (perf in the VM).
+profile:
+	@scripts/bench.sh profile
 
 # rdma-core's pyverbs suite on rroce and rdma_rxe side by side
 # (Documentation/pyverbs-compare.rst).

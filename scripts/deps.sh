@@ -8,7 +8,7 @@ set -euo pipefail
 PKGS=(qemu-system-x86 clang-19 libclang-19-dev llvm-19 lld-19 bc flex bison libelf-dev libssl-dev
       cpio kmod iproute2 rdma-core ibverbs-providers ibverbs-utils libibverbs-dev librdmacm-dev
       perftest rdmacm-utils python3-venv gcc make xz-utils zstd rsync busybox-static tshark
-      ethtool procps nvme-cli fio nfs-kernel-server nfs-common cifs-utils ksmbd-tools open-iscsi python3-pyverbs)
+      ethtool procps linux-perf nvme-cli fio nfs-kernel-server nfs-common cifs-utils ksmbd-tools open-iscsi python3-pyverbs)
 
 missing=()
 for p in "${PKGS[@]}"; do

@@ -10,28 +10,13 @@
 # bandwidth run moved).
 cd "$(dirname "$0")/../.." || exit 1
 . tests/demo/netns.sh
+. tests/bench/topology.sh
 REPS=${BENCH_REPS:-5}
 [ -n "$REPS" ] || REPS=5
 OUT=$RROCE_RUN/bench.csv
 : >"$OUT"
 
-pair() { # NS_A NS_B IF_A IF_B NET
-	ip netns add "$1" && ip netns add "$2" &&
-	ip link add "$3" type veth peer name "$4" &&
-	ip link set "$3" netns "$1" && ip link set "$4" netns "$2" &&
-	ip -n "$1" addr add "$5.1/24" dev "$3" && ip -n "$2" addr add "$5.2/24" dev "$4" &&
-	ip -n "$1" link set lo up && ip -n "$2" link set lo up &&
-	ip -n "$1" link set "$3" up && ip -n "$2" link set "$4" up
-}
-for ns in ns0 ns1 ns2 ns3; do ip netns del $ns 2>/dev/null; done
-pair ns0 ns1 v0 v1 192.0.2 || exit 1
-pair ns2 ns3 v2 v3 198.51.100 || exit 1
-ip netns exec ns0 rdma link add rroce0 type rroce netdev v0 || exit 1
-ip netns exec ns1 rdma link add rroce1 type rroce netdev v1 || exit 1
-modprobe rdma_rxe || exit 1
-ip netns exec ns2 rdma link add rxe0 type rxe netdev v2 || exit 1
-ip netns exec ns3 rdma link add rxe1 type rxe netdev v3 || exit 1
-sleep 1
+bench_topology || exit 1
 
 # The guest CPU model as the drivers see it: the carry-less multiply and
 # AVX2 the arch-optimised CRC32 uses.
@@ -42,10 +27,6 @@ sleep 1
 	done
 	echo
 } >"$RROCE_RUN/guest-cpu"
-# Path MTU 4096 rows need room for 4096-byte payloads: every run names its
-# path MTU (-m), so the netdev MTU is only a ceiling.
-for ns in ns0:v0 ns1:v1 ns2:v2 ns3:v3; do ip -n "${ns%%:*}" link set "${ns##*:}" mtu 9000; done
-sleep 1
 
 # The ceilings. memcpy: glibc in user space. kcopy: the guest kernel
 # copying page-cache pages to user memory (dd from a tmpfs file to
@@ -70,11 +51,7 @@ busy() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9; exit }' /proc/stat; }
 # one DRIVER PROG SIZE KIND MTU QPS REP
 one() {
 	local drv=$1 prog=$2 size=$3 kind=$4 mtu=$5 qps=$6 rep=$7 sa sb dev0 dev1 ip opts v n=0
-	if [ "$drv" = rroce ]; then
-		sa=ns0 sb=ns1 dev0=rroce0 dev1=rroce1 ip=192.0.2.1
-	else
-		sa=ns2 sb=ns3 dev0=rxe0 dev1=rxe1 ip=198.51.100.1
-	fi
+	bench_ends "$drv"
 	# Bandwidth in iteration mode, sized to a second or two under TCG on
 	# the benchmark kernel, the same bytes whatever the QP count (-n is per
 	# QP): in duration mode (-D) perftest counts only completions polled
@@ -93,12 +70,7 @@ one() {
 	b0=$(busy)
 	ip netns exec $sa timeout 90 $prog -d $dev0 -m "$mtu" -s "$size" $opts >/tmp/b.srv 2>&1 &
 	local srv=$!
-	# Until the server listens for perftest's out-of-band TCP handshake (a
-	# fixed sleep was sometimes too short under TCG: the run failed).
-	for _ in $(seq 50); do
-		ip netns exec $sa ss -ltnH 2>/dev/null | grep -q ':18515\b' && break
-		sleep 0.1
-	done
+	wait_server $sa
 	ip netns exec $sb timeout 90 $prog -d $dev1 -m "$mtu" -s "$size" $opts $ip >/tmp/b.cli 2>&1
 	wait $srv
 	b1=$(busy)
@@ -141,7 +113,5 @@ for prog in ib_send_lat ib_write_lat ib_read_lat; do
 		both $prog $size lat 1024 1
 	done
 done
-ip netns exec ns0 rdma link del rroce0; ip netns exec ns1 rdma link del rroce1
-ip netns exec ns2 rdma link del rxe0; ip netns exec ns3 rdma link del rxe1
-for ns in ns0 ns1 ns2 ns3; do ip netns del $ns; done
+bench_teardown
 exit 0

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# make profile, inside the VM: where the CPU time goes while rroce and
+# rdma_rxe run the same perftest rows in the benchmark's topology. For each
+# row and driver, perf samples every CPU (the cpu-clock software event: TCG
+# has no PMU) for the whole client run, and the report is written to
+# $RROCE_RUN/profile.txt: the share of samples per program and per binary,
+# then the hottest kernel symbols (rroce's and rdma_rxe's from their
+# modules). Without a PMU there is no NMI: a sample that falls due with
+# interrupts off is taken when they come back on, so time spent with
+# interrupts off shows up at the symbol that re-enables them
+# (_raw_spin_unlock_irq*), not where it was spent.
+cd "$(dirname "$0")/../.." || exit 1
+. tests/demo/netns.sh
+. tests/bench/topology.sh
+OUT=$RROCE_RUN/profile.txt
+: >"$OUT"
+command -v perf >/dev/null || { echo "perf is not installed (scripts/deps.sh)" >"$OUT"; exit 1; }
+bench_topology || exit 1
+echo -1 >/proc/sys/kernel/perf_event_paranoid
+echo 0 >/proc/sys/kernel/kptr_restrict
+TOP=${PROFILE_TOP:-30}
+
+# row DRIVER PROG SIZE MTU QPS N
+row() {
+	local drv=$1 prog=$2 size=$3 mtu=$4 qps=$5 n=$6 sa sb dev0 dev1 ip v data opts
+	bench_ends "$drv"
+	data=/tmp/perf.$drv.data
+	# The latency programs take no -q.
+	opts="-m $mtu -s $size -n $n"
+	[ "${prog%_lat}" != "$prog" ] || opts="$opts -q $qps"
+	ip netns exec $sa timeout 120 $prog -d $dev0 $opts >/tmp/p.srv 2>&1 &
+	wait_server $sa
+	perf record -q -e cpu-clock -F 999 -a -o $data -- \
+		ip netns exec $sb timeout 120 $prog -d $dev1 $opts $ip >/tmp/p.cli 2>&1
+	wait
+	if [ "${prog%_lat}" != "$prog" ]; then
+		v=$(awk '/^ *[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+/ { v = $5 " usec typical" } END { print v }' /tmp/p.cli)
+	else
+		v=$(awk '/^ *[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+/ { v = $4 " MiB/s" } END { print v }' /tmp/p.cli)
+	fi
+	{
+		echo "### $drv: $prog $opts: ${v:-FAILED}"
+		echo
+		echo '```'
+		echo "-- by program"
+		perf report -q -i $data --sort comm --stdio 2>/dev/null | grep -v '^$' | head -8
+		echo "-- by binary"
+		perf report -q -i $data --sort dso --stdio 2>/dev/null | grep -v '^$' | head -8
+		echo "-- kernel symbols (share of all samples)"
+		perf report -q -i $data --sort dso,sym --stdio --kallsyms=/proc/kallsyms 2>/dev/null |
+			grep '\[k\]' | head -"$TOP" | sed -E 's/_RNv[A-Za-z0-9_]*10rroce_main/rroce::/'
+		echo '```'
+		echo
+	} >>"$OUT"
+	rm -f $data
+	echo "  $drv $prog $size mtu $mtu x$qps: ${v:-FAILED}"
+}
+for drv in rroce rxe; do
+	row $drv ib_send_bw 65536 1024 1 1500
+	row $drv ib_send_bw 65536 1024 4 1500
+	row $drv ib_write_lat 2 1024 1 2000
+done
+bench_teardown
+exit 0

@@ -1,0 +1,61 @@
+# SPDX-License-Identifier: GPL-2.0
+# The benchmark's topology, shared by tests/bench/guest.sh (the table) and
+# tests/bench/profile.sh (the profile): two namespaces over a veth pair each,
+# ns0/ns1 for rroce (rroce0, rroce1), ns2/ns3 for rdma_rxe (rxe0, rxe1),
+# since one namespace cannot host both on UDP 4791; veth MTU 9000, so path
+# MTU 4096 rows have room (every run names its path MTU with -m, so the
+# netdev MTU is only a ceiling).
+
+pair() { # NS_A NS_B IF_A IF_B NET
+	ip netns add "$1" && ip netns add "$2" &&
+		ip link add "$3" type veth peer name "$4" &&
+		ip link set "$3" netns "$1" && ip link set "$4" netns "$2" &&
+		ip -n "$1" addr add "$5.1/24" dev "$3" && ip -n "$2" addr add "$5.2/24" dev "$4" &&
+		ip -n "$1" link set lo up && ip -n "$2" link set lo up &&
+		ip -n "$1" link set "$3" up && ip -n "$2" link set "$4" up
+}
+
+bench_topology() {
+	local ns
+	for ns in ns0 ns1 ns2 ns3; do ip netns del $ns 2>/dev/null; done
+	pair ns0 ns1 v0 v1 192.0.2 || return 1
+	pair ns2 ns3 v2 v3 198.51.100 || return 1
+	ip netns exec ns0 rdma link add rroce0 type rroce netdev v0 || return 1
+	ip netns exec ns1 rdma link add rroce1 type rroce netdev v1 || return 1
+	modprobe rdma_rxe || return 1
+	ip netns exec ns2 rdma link add rxe0 type rxe netdev v2 || return 1
+	ip netns exec ns3 rdma link add rxe1 type rxe netdev v3 || return 1
+	for ns in ns0:v0 ns1:v1 ns2:v2 ns3:v3; do
+		ip -n "${ns%%:*}" link set "${ns##*:}" mtu 9000 || return 1
+	done
+	sleep 1
+}
+
+bench_teardown() {
+	local ns
+	ip netns exec ns0 rdma link del rroce0
+	ip netns exec ns1 rdma link del rroce1
+	ip netns exec ns2 rdma link del rxe0
+	ip netns exec ns3 rdma link del rxe1
+	for ns in ns0 ns1 ns2 ns3; do ip netns del $ns; done
+}
+
+# bench_ends DRIVER: sets sa sb (server and client namespaces), dev0 dev1
+# (their devices) and ip (the server's address) for rroce or rxe.
+bench_ends() {
+	if [ "$1" = rroce ]; then
+		sa=ns0 sb=ns1 dev0=rroce0 dev1=rroce1 ip=192.0.2.1
+	else
+		sa=ns2 sb=ns3 dev0=rxe0 dev1=rxe1 ip=198.51.100.1
+	fi
+}
+
+# wait_server NS: until the perftest server in NS listens for the
+# out-of-band TCP handshake (a fixed sleep was sometimes too short under
+# TCG).
+wait_server() {
+	for _ in $(seq 50); do
+		ip netns exec "$1" ss -ltnH 2>/dev/null | grep -q ':18515\b' && return 0
+		sleep 0.1
+	done
+}
