@@ -9,7 +9,9 @@
 # modules). Without a PMU there is no NMI: a sample that falls due with
 # interrupts off is taken when they come back on, so time spent with
 # interrupts off shows up at the symbol that re-enables them
-# (_raw_spin_unlock_irq*), not where it was spent.
+# (_raw_spin_unlock_irq*), not where it was spent. perf's binary column can
+# name a module wrongly (rdma_rxe's samples have shown up as [rroce]); the
+# symbols are resolved from /proc/kallsyms and are right.
 cd "$(dirname "$0")/../.." || exit 1
 . tests/demo/netns.sh
 . tests/bench/topology.sh
@@ -50,6 +52,9 @@ row() {
 		echo "-- kernel symbols (share of all samples)"
 		perf report -q -i $data --sort dso,sym --stdio --kallsyms=/proc/kallsyms 2>/dev/null |
 			grep '\[k\]' | head -"$TOP" | sed -E 's/_RNv[A-Za-z0-9_]*10rroce_main/rroce::/'
+		echo "-- the driver's own functions"
+		perf report -q -i $data --sort sym --stdio --kallsyms=/proc/kallsyms 2>/dev/null |
+			grep -E '(rroce|rxe)' | head -15 | sed -E 's/_RNv[A-Za-z0-9_]*10rroce_main/rroce::/'
 		echo '```'
 		echo
 	} >>"$OUT"
