@@ -82,6 +82,12 @@ kind=test
 [ "$RROCE_BENCH" = 0 ] || kind=bench
 gcpu=$(cat "$RUN/guest-cpu" 2>/dev/null || echo unknown)
 out=bench/results/$(date -u +%Y-%m-%d)-$kver-$kind-$accel.md
+# A later run the same day keeps the earlier table: -2, -3, ...
+n=2
+while [ -e "$out" ]; do
+	out=bench/results/$(date -u +%Y-%m-%d)-$kver-$kind-$accel-$n.md
+	n=$((n + 1))
+done
 /usr/bin/python3 scripts/bench-table.py "$RUN/bench.csv" \
 	"$kver, $kind kernel ($kconf)" "$cpu; guest CPU: $gcpu" "$accel" | tee "$out"
 echo "written to $out"

@@ -9,9 +9,10 @@
 # modules). Without a PMU there is no NMI: a sample that falls due with
 # interrupts off is taken when they come back on, so time spent with
 # interrupts off shows up at the symbol that re-enables them
-# (_raw_spin_unlock_irq*), not where it was spent. perf's binary column can
-# name a module wrongly (rdma_rxe's samples have shown up as [rroce]); the
-# symbols are resolved from /proc/kallsyms and are right.
+# (_raw_spin_unlock_irq*), not where it was spent. Debian's perf (6.1)
+# maps the second module wrongly: rdma_rxe's samples show up under the
+# [rroce] binary with unresolved addresses, so rdma_rxe's own functions are
+# missing from its list (rroce's, vmlinux's and user space's are right).
 cd "$(dirname "$0")/../.." || exit 1
 . tests/demo/netns.sh
 . tests/bench/topology.sh
