@@ -161,8 +161,8 @@ impl QpState {
     /// Sends one packet out of the device's netdev, looked up inside the
     /// RCU read-side section the send runs in: a netdev unregistering
     /// meanwhile is either seen gone (the packet is dropped) or stays
-    /// live until the send returns.
-    /// `route` is null or the QP's route cache, for packets to its path.
+    /// live until the send returns. `route` is null or the QP's route
+    /// cache, for packets to its path.
     fn send_skb(&self, skb: Skb, av: &AddressVector, sport: u16, route: *mut sys::rroce_route) {
         let dev = self.dev();
         let guard = rcu::read_lock();
