@@ -144,7 +144,13 @@ honest() {
 	local n f
 	read -r n f </tmp/hu.honest.count 2>/dev/null
 	echo "honest rroce_rc runs: ${n:-0} passed, ${f:-0} failed"
-	for x in /tmp/hu.honest.fail*; do [ -e "$x" ] && grep FAIL "$x" | head -3; done
+	# A failed run's FAIL lines with the QP state rroce_rc printed after
+	# each (retry budgets, what the QP waits for): enough to explain it.
+	for x in /tmp/hu.honest.fail*; do
+		[ -e "$x" ] || continue
+		grep -A14 FAIL "$x" | head -40
+		cp "$x" "$OUT/hu-honest-${x##*.}.log"
+	done
 	[ "${n:-0}" -ge 1 ] && [ "${f:-0}" = 0 ]
 }
 check hostile_user.honest_process_kept_working honest

@@ -129,6 +129,20 @@ rnbd_down() {
 	for u in /sys/block/rnbd*/rnbd/unmap_device; do
 		[ -e "$u" ] && echo normal >"$u"
 	done
+	# The session goes once the disk's last reference does, in a kernel
+	# thread, after unmap_device has returned; rnbd_client_exit skips a
+	# session on its way out and does not wait for it, so an rmmod in that
+	# window frees the client's code under the session's close (a WARN in
+	# rnbd_destroy_sessions, then an oops in rtrs_clt_close_work, seen
+	# here). Wait for the RTRS session to go first: one that never goes is
+	# a completion rroce never delivered, and fails here.
+	local i
+	for i in $(seq 150); do
+		[ -e /sys/class/rtrs-client/t67 ] || break
+		sleep 0.2
+	done
+	[ -e /sys/class/rtrs-client/t67 ] && { echo "RTRS session t67 still there 30 s after unmap"; return 1; }
+	echo "RTRS session gone after about $((i * 2 / 10)) s"
 	modprobe -r rnbd-client rnbd-server null_blk 2>&1
 }
 
