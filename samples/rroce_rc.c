@@ -26,6 +26,7 @@
 #include <arpa/inet.h>
 #include <endian.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <poll.h>
 #include <stdint.h>
@@ -704,6 +705,98 @@ static long hw_counter(struct ibv_context *ctx, const char *name)
 	return v;
 }
 
+/* -f: a file (a block device) whose pages take seconds to read. */
+static const char *slow_path;
+
+/*
+ * ODP, the requester waiting for its own pages longer than its whole
+ * retransmission budget: a SEND whose first SGE is ordinary memory (8
+ * packets) and whose second is an ODP MR over a file whose reads complete
+ * seconds later (null_blk with a completion delay; the QP times out after
+ * 67 ms, 3 retries). The first packets go out, none asking for an ACK,
+ * then the requester stops until the pages are read. The wait is its
+ * own, not the peer's: the SEND completes, intact.
+ */
+static void test_odp_slow(void)
+{
+	const size_t head = 8192, tail = 4096, span = 2 << 20;
+	struct ibv_qp *qa = NULL, *qb = NULL;
+	struct ibv_mr *mr = NULL;
+	struct ibv_wc wc;
+	uint8_t *m = MAP_FAILED;
+	double t0, took = 0;
+	int fd, g, ok;
+
+	if (!slow_path) {
+		CHECK(0, "ODP slow pages: -f FILE names no slow file");
+		return;
+	}
+	fd = open(slow_path, O_RDWR);
+	if (fd >= 0)
+		m = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (m != MAP_FAILED)
+		mr = ibv_reg_mr(A.pd, m, span, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+						       IBV_ACCESS_ON_DEMAND);
+	if (!mr || fresh_pair(&qa, &qb, 7, NULL)) {
+		CHECK(0, "ODP slow pages: map %s and register it on demand (%s)", slow_path,
+		      strerror(errno));
+		goto out;
+	}
+	fill(A.buf + 65536, head, 81);
+	memset(B.buf + 131072, 0xee, head + tail);
+	g = !post_recv(&B, qb, 82, 131072, head + tail) && !ibv_post_send(qa, &(struct ibv_send_wr){
+			.wr_id = 83, .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED,
+			.num_sge = 2,
+			.sg_list = (struct ibv_sge[]){
+				{ (uintptr_t)A.buf + 65536, head, A.mr->lkey },
+				{ (uintptr_t)m, tail, mr->lkey },
+			},
+		}, &(struct ibv_send_wr *){ NULL });
+	t0 = now();
+	g = g ? poll_n(A.scq, &wc, 1) : 0;
+	took = now() - t0;
+	ok = g == 1 && wc.status == IBV_WC_SUCCESS;
+	CHECK(ok, "ODP slow pages: a SEND that waits %.2f s for its second SGE's pages completes (%s)",
+	      took, g ? ibv_wc_status_str(wc.status) : "no completion");
+	if (!ok)
+		show_qps(qa, qb);
+	g = poll_n(B.rcq, &wc, 1);
+	/* The CPU reads the file's page now (it is in the page cache). */
+	CHECK(g == 1 && wc.status == IBV_WC_SUCCESS && wc.byte_len == head + tail &&
+		      !memcmp(B.buf + 131072, A.buf + 65536, head) &&
+		      !memcmp(B.buf + 131072 + head, m, tail),
+	      "ODP slow pages: the receiver got both SGEs' bytes (%s, %u bytes)",
+	      g ? ibv_wc_status_str(wc.status) : "no completion", g ? wc.byte_len : 0);
+	/* Otherwise the pages were quick and this proved nothing. */
+	CHECK(took > 0.5, "ODP slow pages: the pages took longer than the retry budget "
+	      "(4 x 67 ms): %.2f s", took);
+	/* The responder's side: B WRITEs into pages of the file 1 MiB on (out
+	 * of the first read's readahead); A's responder sends RNR NAKs until
+	 * they are read. */
+	fill(B.buf + 65536, tail, 84);
+	t0 = now();
+	g = post_send(&B, qb, 85, IBV_WR_RDMA_WRITE, 65536, tail, IBV_SEND_SIGNALED,
+		      (uintptr_t)m + (1 << 20), mr->rkey) ? 0 : poll_n(B.scq, &wc, 1);
+	took = now() - t0;
+	ok = g == 1 && wc.status == IBV_WC_SUCCESS;
+	CHECK(ok && !memcmp(m + (1 << 20), B.buf + 65536, tail),
+	      "ODP slow pages: a WRITE into pages read in %.2f s lands (%s)", took,
+	      g ? ibv_wc_status_str(wc.status) : "no completion");
+	if (!ok)
+		show_qps(qa, qb);
+out:
+	if (qa)
+		ibv_destroy_qp(qa);
+	if (qb)
+		ibv_destroy_qp(qb);
+	if (mr)
+		ibv_dereg_mr(mr);
+	if (m != MAP_FAILED)
+		munmap(m, span);
+	if (fd >= 0)
+		close(fd);
+}
+
 /*
  * On-demand paging: A registers 64 KiB it never touched (nothing mapped)
  * without pinning it. B WRITEs into it (the responder faults the pages
@@ -1054,7 +1147,7 @@ static const struct {
 	{ "write_read", test_write_read }, { "query_psns", test_query_psns },
 	{ "atomics", test_atomics },
 	{ "atomic_write", test_atomic_write }, { "srq", test_srq },
-	{ "mw", test_mw }, { "odp", test_odp },
+	{ "mw", test_mw }, { "odp", test_odp }, { "odp_slow", test_odp_slow },
 };
 
 int main(int argc, char **argv)
@@ -1062,22 +1155,23 @@ int main(int argc, char **argv)
 	const char *only = NULL;
 	int quick = 0, c;
 
-	while ((c = getopt(argc, argv, "a:b:g:lqt:")) != -1) {
+	while ((c = getopt(argc, argv, "a:b:f:g:lqt:")) != -1) {
 		switch (c) {
 		case 'a': dev_a = optarg; break;
 		case 'b': dev_b = optarg; break;
+		case 'f': slow_path = optarg; break;
 		case 'g': gid_index = atoi(optarg); break;
 		case 'l': lossy = 1; break;
 		case 'q': quick = 1; break;
 		case 't': only = optarg; break;
 		default:
-			fprintf(stderr, "usage: %s -a DEV -b DEV [-g GID_INDEX] [-l] [-q] [-t TEST]\n",
+			fprintf(stderr, "usage: %s -a DEV -b DEV [-g GID_INDEX] [-l] [-q] [-t TEST [-f SLOW_FILE]]\n",
 				argv[0]);
 			return 2;
 		}
 	}
 	if (!dev_a || !dev_b) {
-		fprintf(stderr, "usage: %s -a DEV -b DEV [-g GID_INDEX] [-l] [-q] [-t TEST]\n",
+		fprintf(stderr, "usage: %s -a DEV -b DEV [-g GID_INDEX] [-l] [-q] [-t TEST [-f SLOW_FILE]]\n",
 			argv[0]);
 		return 2;
 	}

@@ -17,7 +17,7 @@ use crate::{
             checks,
             completer::{
                 self, response_in_range, response_limit, skip_ahead, AckClass, RemoteError,
-                TimerAction,
+                TimerAction, TimerState,
             },
         },
         wire::{self, OpKind, Position, Syndrome},
@@ -401,8 +401,15 @@ impl Ctx<'_> {
             return;
         }
         let r = &self.inner.req;
-        match completer::on_timer(r.rnr_wait, r.una == r.max_psn, r.retry_left) {
+        let t = TimerState {
+            rnr_wait: r.rnr_wait,
+            odp_wait: r.odp_wait,
+            idle: r.una == r.max_psn,
+            retry_left: r.retry_left,
+        };
+        match completer::on_timer(t) {
             TimerAction::EndRnrWait => self.inner.req.rnr_wait = false,
+            TimerAction::OdpWait => return self.arm_retry_timer(),
             TimerAction::Idle => return,
             TimerAction::RetryExceeded => return self.fail_head(WcStatus::RetryExcErr),
             TimerAction::Retransmit { retry_left } => {

@@ -90,7 +90,13 @@ impl Ctx<'_> {
         if !ok {
             self.inner.odp.failed = Some(f);
         }
-        self.inner.req.odp_wait = false;
+        if core::mem::take(&mut self.inner.req.odp_wait)
+            && self.inner.req.una != self.inner.req.max_psn
+        {
+            // The requester sends again: the peer gets a whole timeout
+            // from now for what is in flight (the wait was not its delay).
+            self.arm_retry_timer();
+        }
         if core::mem::take(&mut self.inner.odp.resend)
             && self.inner.state == sys::ib_qp_state_IB_QPS_RTS
         {

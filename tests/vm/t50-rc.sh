@@ -19,6 +19,20 @@ check rc.sample_ipv6 sample -a rroce0 -b rroce1 -g 2
 check rc.sample_loopback_ipv4 sample -a rroce0 -b rroce0 -g 1 -q
 check rc.sample_loopback_ipv6 sample -a rroce1 -b rroce1 -g 2 -q
 
+# ODP: a requester stopped for its own pages longer than its whole retry
+# budget (a null_blk device completes every read 1.5 s late) must not
+# time the peer out. Catches: the wait charged as retransmission timeouts
+# (the SEND failed with "retry exceeded" under load before).
+odp_slow() {
+	modprobe null_blk nr_devices=1 gb=1 memory_backed=1 irqmode=2 \
+		completion_nsec=1500000000 || return 1
+	local rc=0
+	sample -a rroce0 -b rroce1 -g 1 -t odp_slow -f /dev/nullb0 || rc=1
+	modprobe -r null_blk
+	return $rc
+}
+check rc.odp_requester_waits_for_slow_pages odp_slow
+
 # ibv_rc_pingpong validates the buffers (--chk); sizes beyond the MTU.
 # PINGPONG=ibv_uc_pingpong: the same over UC.
 pingpong() {

@@ -133,6 +133,10 @@ pub const fn skip_ahead(una: Psn, next_psn: Psn) -> Option<Psn> {
 pub enum TimerAction {
     /// An RNR wait ended: resume sending (and re-arm the timer).
     EndRnrWait,
+    /// The requester itself is stopped, waiting for ODP pages of the WQE
+    /// it is sending: the peer is not late, so no retry is charged; the
+    /// timer is armed again (and afresh once the pages are in).
+    OdpWait,
     /// Nothing is in flight: nothing to do.
     Idle,
     /// The retry budget is spent: the head WQE fails with
@@ -147,18 +151,35 @@ pub enum TimerAction {
     },
 }
 
-/// The timer fired: in an RNR wait (`rnr_wait`), with nothing in flight
-/// (`idle`: `una == max_psn`) or with `retry_left` retries left.
-pub const fn on_timer(rnr_wait: bool, idle: bool, retry_left: u8) -> TimerAction {
-    if rnr_wait {
+/// The requester as its timer finds it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TimerState {
+    /// Waiting out an RNR NAK's timer.
+    pub rnr_wait: bool,
+    /// Stopped until ODP pages of the current WQE are faulted in.
+    pub odp_wait: bool,
+    /// Nothing in flight (`una == max_psn`).
+    pub idle: bool,
+    /// Retransmission timeouts left before the head WQE fails.
+    pub retry_left: u8,
+}
+
+/// The timer fired. An RNR wait ends first; a requester stopped for its
+/// own ODP pages is not timed out (what it sent before stopping may go
+/// unacknowledged until it sends the rest, as no packet since asked for
+/// an ACK); otherwise a timeout with something in flight costs a retry.
+pub const fn on_timer(t: TimerState) -> TimerAction {
+    if t.rnr_wait {
         TimerAction::EndRnrWait
-    } else if idle {
+    } else if t.idle {
         TimerAction::Idle
-    } else if retry_left == 0 {
+    } else if t.odp_wait {
+        TimerAction::OdpWait
+    } else if t.retry_left == 0 {
         TimerAction::RetryExceeded
     } else {
         TimerAction::Retransmit {
-            retry_left: retry_left - 1,
+            retry_left: t.retry_left - 1,
         }
     }
 }

@@ -7,7 +7,7 @@ use super::{
     completer::{
         classify_ack, nak_acks_through, on_timer, read_retry, response_in_range, response_limit,
         rewind_on_sequence_nak, rewind_target, rnr_retry, skip_ahead, AckClass, RemoteError,
-        Rewind, SentWqe, TimerAction, RNR_RETRY_INFINITE,
+        Rewind, SentWqe, TimerAction, TimerState, RNR_RETRY_INFINITE,
     },
     responder::{
         admit_rd_atomic, classify_request, duplicate_action, find_atomic_replay, find_read_replay,
@@ -206,20 +206,56 @@ fn rnr_retry_budget() {
     assert_eq!(rnr_retry(RNR_RETRY_INFINITE), Some(RNR_RETRY_INFINITE));
 }
 
+fn timer(rnr_wait: bool, odp_wait: bool, idle: bool, retry_left: u8) -> TimerAction {
+    on_timer(TimerState {
+        rnr_wait,
+        odp_wait,
+        idle,
+        retry_left,
+    })
+}
+
 #[test]
 fn timer_actions() {
-    assert_eq!(on_timer(true, true, 0), TimerAction::EndRnrWait);
-    assert_eq!(on_timer(true, false, 3), TimerAction::EndRnrWait);
-    assert_eq!(on_timer(false, true, 0), TimerAction::Idle);
-    assert_eq!(on_timer(false, false, 0), TimerAction::RetryExceeded);
+    assert_eq!(timer(true, false, true, 0), TimerAction::EndRnrWait);
+    assert_eq!(timer(true, false, false, 3), TimerAction::EndRnrWait);
+    assert_eq!(timer(false, false, true, 0), TimerAction::Idle);
+    assert_eq!(timer(false, false, false, 0), TimerAction::RetryExceeded);
     assert_eq!(
-        on_timer(false, false, 1),
+        timer(false, false, false, 1),
         TimerAction::Retransmit { retry_left: 0 }
     );
     assert_eq!(
-        on_timer(false, false, 7),
+        timer(false, false, false, 7),
         TimerAction::Retransmit { retry_left: 6 }
     );
+}
+
+/// A requester stopped for its own ODP pages (a SEND from pages the
+/// process wrote after registering them, faulted in by a work item that
+/// a loaded machine runs late) had sent the message's first packets,
+/// none asking for an ACK: each expiry charged a retry while nothing
+/// could be resent, and the SEND failed with "retry exceeded" (seen in
+/// the hostile-user suite). Waiting for pages costs nothing, however
+/// long; an RNR wait still ends first, and with no budget left the
+/// timeout fails the WQE only once the requester sends again.
+#[test]
+fn odp_wait_is_not_a_timeout() {
+    for left in [0, 1, 3, 7] {
+        assert_eq!(timer(false, true, false, left), TimerAction::OdpWait);
+    }
+    assert_eq!(timer(true, true, false, 0), TimerAction::EndRnrWait);
+    assert_eq!(timer(false, true, true, 0), TimerAction::Idle);
+    // Many expiries in a row leave the budget as it was.
+    let mut left = 3;
+    for _ in 0..100 {
+        match timer(false, true, false, left) {
+            TimerAction::Retransmit { retry_left } => left = retry_left,
+            TimerAction::OdpWait => {}
+            a => panic!("unexpected {a:?}"),
+        }
+    }
+    assert_eq!(left, 3);
 }
 
 #[test]
