@@ -12,6 +12,10 @@
 # kernel instead. rroce.ko for it is built from a copy of this tree, so the
 # test kernel's rroce.ko here is left alone.
 #
+# UML=1 (make bench UML=1) runs the same table in User-Mode Linux
+# (kernel/uml.config, scripts/uml.sh): the drivers then run at the host
+# CPU's own speed, not under TCG.
+#
 # `scripts/bench.sh profile` (make profile) boots the same kernel and module
 # and writes a profile instead of the table (tests/bench/profile.sh): where
 # the CPU time goes in a few of the table's rows, rroce and rdma_rxe.
@@ -25,13 +29,14 @@ fi
 cd "$RROCE_ROOT"
 scripts/deps.sh
 scripts/build-kernel.sh
-if [ "$RROCE_BENCH" = 1 ]; then
+if [ "$RROCE_BENCH" = 1 ] || [ "$RROCE_UML" = 1 ]; then
 	M=$RROCE_CACHE/bench-module
 	rm -rf "$M" && mkdir -p "$M"
 	tar -C "$RROCE_ROOT" --exclude=./target --exclude=./build --exclude=./fuzz --exclude=./.git \
 		--exclude=./bench --exclude='*.o' --exclude='*.ko' --exclude='.*.cmd' --exclude='*.mod*' \
 		--exclude=./modules.order --exclude=./Module.symvers --exclude='*.rmeta' -cf - . |
 		tar -C "$M" -xf -
+	[ "$RROCE_UML" = 0 ] || rm -f "$M/src/rdma/bindings_generated.rs"
 	log "building rroce.ko for the benchmark kernel in $M"
 	"$M/scripts/build-module.sh"
 	export RROCE_MODULE=$M/rroce.ko
@@ -52,6 +57,12 @@ export RROCE_VM_RUNDIR=$RUN
 B=$(rroce_build_dir)
 # What the table says about the kernel: the options that decide a driver
 # comparison, as built.
+# UML=1: the same table in User-Mode Linux, at the host CPU's speed.
+RUNNER=scripts/vm.sh
+if [ "$RROCE_UML" = 1 ]; then
+	RUNNER=scripts/uml.sh
+	[ "$MODE" = table ] || die "make profile runs in the VM only (UML has no perf events)"
+fi
 kconf=$(for o in PROVE_LOCKING DEBUG_ATOMIC_SLEEP KUNIT CC_OPTIMIZE_FOR_PERFORMANCE CRC_OPTIMIZATIONS; do
 	if grep -q "^CONFIG_$o=y" "$B/.config"; then echo "$o=y"; else echo "$o=n"; fi
 done | paste -sd' ')
@@ -73,13 +84,14 @@ if [ "$MODE" = profile ]; then
 	echo "written to $out"
 	exit 0
 fi
-scripts/vm.sh --timeout "${RROCE_BENCH_TIMEOUT:-3600}" 'bash tests/bench/guest.sh' | tee "$RUN/log"
+$RUNNER --timeout "${RROCE_BENCH_TIMEOUT:-3600}" 'bash tests/bench/guest.sh' | tee "$RUN/log"
 [ -s "$RUN/bench.csv" ] || die "the benchmark produced no results (see $RUN)"
 accel=$(cat "$RUN/accel" 2>/dev/null || echo unknown)
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
 kver=$(cat "$RROCE_CACHE/src/VERSION" 2>/dev/null || echo unknown)
 kind=test
 [ "$RROCE_BENCH" = 0 ] || kind=bench
+[ "$RROCE_UML" = 0 ] || kind=uml
 gcpu=$(cat "$RUN/guest-cpu" 2>/dev/null || echo unknown)
 out=bench/results/$(date -u +%Y-%m-%d)-$kver-$kind-$accel.md
 # A later run the same day keeps the earlier table: -2, -3, ...

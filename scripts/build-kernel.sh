@@ -15,9 +15,14 @@ mkdir -p "$B"
 log "building kernel $(rroce_kver) in $B (cold build: about 14 minutes on 2 cores)"
 start=$(date +%s)
 MK=(make -s -C "$SRCDIR" O="$B" -j"$(nproc)" LLVM="$RROCE_LLVM")
+base=("$SRCDIR/kernel/configs/kvm_guest.config")
+if [ "$RROCE_UML" = 1 ]; then
+	MK+=(ARCH=um)
+	base=()
+fi
 "${MK[@]}" tinyconfig >/dev/null
-"$SRCDIR/scripts/kconfig/merge_config.sh" -m -O "$B" "$B/.config" \
-	"$SRCDIR/kernel/configs/kvm_guest.config" $(rroce_fragments) >/dev/null
+ARCH=$(rroce_arch) "$SRCDIR/scripts/kconfig/merge_config.sh" -m -O "$B" "$B/.config" \
+	"${base[@]}" $(rroce_fragments) >/dev/null
 "${MK[@]}" olddefconfig >/dev/null
 "${MK[@]}" rustavailable >/dev/null || die "the kernel does not accept this Rust toolchain: $(rustc --version)"
 "${MK[@]}" olddefconfig >/dev/null

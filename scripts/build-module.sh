@@ -22,4 +22,12 @@ if [ "$want" != "$have" ]; then
 	die "rustc mismatch: the kernel in $KDIR was built by '$want' but this rustc is '$have'. A Rust module must be built by the same rustc as its kernel; install that toolchain or rebuild the kernel."
 fi
 "$RROCE_ROOT/scripts/gen-bindings.sh" "$KDIR"
-exec make -s -C "$KDIR" M="$RROCE_ROOT" LLVM="$RROCE_LLVM" "$@" modules
+uml=()
+if [ "$RROCE_UML" = 1 ]; then
+	# UML compiles the kernel's Rust as position-independent code, and
+	# its module loader (x86's) has no GOT relocations: the module's own
+	# Rust is built static with the large code model (absolute 64-bit
+	# relocations, as UML's C uses -mcmodel=large).
+	uml=(ARCH=um "RUSTFLAGS_MODULE=-Crelocation-model=static -Ccode-model=large")
+fi
+exec make -s -C "$KDIR" M="$RROCE_ROOT" LLVM="$RROCE_LLVM" "${uml[@]}" "$@" modules

@@ -28,8 +28,27 @@ else
 	RROCE_BENCH=0
 fi
 export RROCE_BENCH
+# `make bench UML=1`: a fourth cached kernel, User-Mode Linux
+# (kernel/uml.config alone), built with LLVM like the KASAN one; the
+# benchmark runs there at the host CPU's speed instead of under TCG.
+if [ "${UML:-}" = 1 ] || [ "${RROCE_UML:-0}" = 1 ]; then
+	RROCE_UML=1
+	RROCE_LLVM=-19
+	[ "$RROCE_KASAN" = 0 ] || { echo "[rroce] error: KASAN=1 and UML=1 exclude each other" >&2; exit 1; }
+	RROCE_BENCH=0
+else
+	RROCE_UML=0
+fi
+unset UML
+export RROCE_UML
+# The kernel's ARCH (make ARCH=...), empty for the host's.
+rroce_arch() { [ "$RROCE_UML" = 0 ] || echo um; }
 # Every config fragment of the selected kernel, in merge order.
 rroce_fragments() {
+	if [ "$RROCE_UML" = 1 ]; then
+		echo "$RROCE_ROOT/kernel/uml.config"
+		return
+	fi
 	echo "$RROCE_FRAGMENT"
 	[ "$RROCE_KASAN" = 0 ] || echo "$RROCE_ROOT/kernel/kasan.config"
 	[ "$RROCE_BENCH" = 0 ] || echo "$RROCE_ROOT/kernel/bench.config"
@@ -48,6 +67,7 @@ rroce_kernel_key() {
 		echo "$ver"
 		rroce_fragments | xargs cat
 		[ "$RROCE_KASAN" = 0 ] || echo "LLVM=$RROCE_LLVM"
+		[ "$RROCE_UML" = 0 ] || echo "ARCH=um LLVM=$RROCE_LLVM"
 		rustc --version
 	} | sha256sum | cut -c1-12
 }
@@ -62,5 +82,6 @@ rroce_build_dir() {
 	local suffix=
 	[ "$RROCE_KASAN" = 0 ] || suffix=-kasan
 	[ "$RROCE_BENCH" = 0 ] || suffix=-bench
+	[ "$RROCE_UML" = 0 ] || suffix=-uml
 	echo "$RROCE_CACHE/build/$ver-$(rroce_kernel_key "$ver")$suffix"
 }
