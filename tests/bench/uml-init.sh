@@ -11,7 +11,7 @@ mount -t devtmpfs dev /dev 2>/dev/null
 mkdir -p /dev/pts /dev/shm
 mount -t devpts devpts /dev/pts
 mount -t tmpfs shm /dev/shm
-mount -t tmpfs tmp /tmp
+# /tmp stays the host's: this tree or the run directory may be there.
 mount -t tmpfs run /run
 awk -v mhz="$RROCE_MHZ" '/^processor/ { print; print "cpu MHz\t\t: " mhz; next } { print }' \
 	/proc/cpuinfo >/run/cpuinfo
@@ -23,9 +23,9 @@ mkdir -p "/lib/modules/$(uname -r)"
 cp "$RROCE_UML_BUILD"/modules.builtin* "/lib/modules/$(uname -r)/" 2>/dev/null
 depmod 2>/dev/null
 ip link set lo up
-cd "$RROCE_ROOT" || exit 1
 rc=1
-if insmod "$RROCE_MODULE"; then
+# init must not exit (the kernel would panic): every way out powers off.
+if cd "$RROCE_ROOT" && insmod "$RROCE_MODULE"; then
 	bash "$RROCE_RUN/cmd"
 	rc=$?
 fi
