@@ -18,7 +18,8 @@
 #
 # `scripts/bench.sh profile` (make profile) boots the same kernel and module
 # and writes a profile instead of the table (tests/bench/profile.sh): where
-# the CPU time goes in a few of the table's rows, rroce and rdma_rxe.
+# the CPU time goes in a few of the table's rows, rroce and rdma_rxe. With
+# UML=1 the host's perf samples the UML run (one row per driver).
 set -euo pipefail
 MODE=${1:-table}
 # Before lib.sh: it picks the kernel from RROCE_BENCH.
@@ -61,13 +62,24 @@ B=$(rroce_build_dir)
 RUNNER=scripts/vm.sh
 if [ "$RROCE_UML" = 1 ]; then
 	RUNNER=scripts/uml.sh
-	[ "$MODE" = table ] || die "make profile runs in the VM only (UML has no perf events)"
 fi
 kconf=$(for o in PROVE_LOCKING DEBUG_ATOMIC_SLEEP KUNIT CC_OPTIMIZE_FOR_PERFORMANCE CRC_OPTIMIZATIONS; do
 	if grep -q "^CONFIG_$o=y" "$B/.config"; then echo "$o=y"; else echo "$o=n"; fi
 done | paste -sd' ')
 if [ "$MODE" = profile ]; then
-	scripts/vm.sh --timeout 1800 'bash tests/bench/profile.sh' | tee "$RUN/log"
+	how="tests/bench/profile.sh, which explains the method"
+	if [ "$RROCE_UML" = 1 ]; then
+		# UML has no perf events: the host's perf samples every host CPU
+		# around the whole UML run (tests/bench/uml-profile.py explains).
+		command -v perf >/dev/null || die "perf is not installed (scripts/deps.sh)"
+		perf record -q -a -e cpu-clock -F 1999 -k CLOCK_REALTIME -o "$RUN/perf.data" -- \
+			scripts/uml.sh --timeout 900 'bash tests/bench/uml-profile.sh' | tee "$RUN/log"
+		perf script -i "$RUN/perf.data" -F comm,tid,time,ip,sym,dso >"$RUN/perf.script" 2>/dev/null
+		/usr/bin/python3 tests/bench/uml-profile.py "$RUN" >"$RUN/profile.txt"
+		how="tests/bench/uml-profile.sh and .py, which explain the method; host perf"
+	else
+		scripts/vm.sh --timeout 1800 'bash tests/bench/profile.sh' | tee "$RUN/log"
+	fi
 	[ -s "$RUN/profile.txt" ] || die "the profile produced nothing (see $RUN)"
 	accel=$(cat "$RUN/accel" 2>/dev/null || echo unknown)
 	kver=$(cat "$RROCE_CACHE/src/VERSION" 2>/dev/null || echo unknown)
@@ -76,7 +88,7 @@ if [ "$MODE" = profile ]; then
 		echo "# Where the time goes: rroce and rdma_rxe, $kver"
 		echo
 		echo "Kernel: $kver, benchmark kernel ($kconf). Accelerator: $accel."
-		echo "Made by \`make profile\` (tests/bench/profile.sh, which explains the method);"
+		echo "Made by \`make profile\` ($how);"
 		echo "Documentation/benchmark.rst reads it."
 		echo
 		cat "$RUN/profile.txt"
