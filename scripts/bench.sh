@@ -87,7 +87,9 @@ if [ "$MODE" = profile ]; then
 	{
 		echo "# Where the time goes: rroce and rdma_rxe, $kver"
 		echo
-		echo "Kernel: $kver, benchmark kernel ($kconf). Accelerator: $accel."
+		kname="benchmark kernel"
+		[ "$RROCE_UML" = 0 ] || kname="UML kernel"
+		echo "Kernel: $kver, $kname ($kconf). Accelerator: $accel."
 		echo "Made by \`make profile\` ($how);"
 		echo "Documentation/benchmark.rst reads it."
 		echo
