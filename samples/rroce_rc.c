@@ -348,6 +348,15 @@ static void test_atomics(void)
 	      g ? ibv_wc_status_str(ws.status) : "no completion");
 }
 
+/* Destroys the QPs of a pair made by fresh_pair (either may be NULL). */
+static void destroy_pair(struct ibv_qp *qa, struct ibv_qp *qb)
+{
+	if (qa)
+		ibv_destroy_qp(qa);
+	if (qb)
+		ibv_destroy_qp(qb);
+}
+
 /*
  * ATOMIC WRITE (IBA 1.5) through the extended post API: the 8 bytes land
  * as one word and complete as IBV_WC_ATOMIC_WRITE; a misaligned target
@@ -375,10 +384,7 @@ static void test_atomic_write(void)
 		 * (Documentation/transport.rst). */
 		printf("  skip ATOMIC WRITE with rdma_rxe requesting on a lossy link (rdma_rxe 7.3 "
 		       "retransmits it with address 0)\n");
-		if (qa)
-			ibv_destroy_qp(qa);
-		if (qb)
-			ibv_destroy_qp(qb);
+		destroy_pair(qa, qb);
 		return;
 	}
 	if (!qx || !qb || qp_connect(qa, &A, &B, qb, 7, 7) || qp_connect(qb, &B, &A, qa, 7, 7)) {
@@ -411,10 +417,7 @@ static void test_atomic_write(void)
 			      g ? ibv_wc_status_str(wc.status) : "no completion");
 	}
 out:
-	if (qa)
-		ibv_destroy_qp(qa);
-	if (qb)
-		ibv_destroy_qp(qb);
+	destroy_pair(qa, qb);
 }
 
 static int fresh_pair(struct ibv_qp **qa, struct ibv_qp **qb, int rnr_retry, struct ibv_cq *scq)
@@ -574,10 +577,7 @@ static void test_srq(void)
 	CHECK(!r && async_event(A.ctx, IBV_EVENT_QP_LAST_WQE_REACHED, 5000),
 	      "SRQ: its QP entering the error state raises last WQE reached");
 out:
-	if (qa)
-		ibv_destroy_qp(qa);
-	if (qb)
-		ibv_destroy_qp(qb);
+	destroy_pair(qa, qb);
 	if (srq)
 		CHECK(!ibv_destroy_srq(srq), "SRQ: destroyed once no QP uses it");
 }
@@ -660,10 +660,7 @@ static void test_mw(void)
 out:
 	if (mw)
 		ibv_dealloc_mw(mw);
-	if (qa)
-		ibv_destroy_qp(qa);
-	if (qb)
-		ibv_destroy_qp(qb);
+	destroy_pair(qa, qb);
 	if (mr)
 		ibv_dereg_mr(mr);
 }
@@ -785,10 +782,7 @@ static void test_odp_slow(void)
 	if (!ok)
 		show_qps(qa, qb);
 out:
-	if (qa)
-		ibv_destroy_qp(qa);
-	if (qb)
-		ibv_destroy_qp(qb);
+	destroy_pair(qa, qb);
 	if (mr)
 		ibv_dereg_mr(mr);
 	if (m != MAP_FAILED)
@@ -904,10 +898,7 @@ static void test_odp(void)
 	fails_before = failures;
 	poll_n(B.scq, &wc, 1);
 out:
-	if (qa)
-		ibv_destroy_qp(qa);
-	if (qb)
-		ibv_destroy_qp(qb);
+	destroy_pair(qa, qb);
 	if (mr)
 		ibv_dereg_mr(mr);
 	munmap(r, len);
@@ -1033,10 +1024,7 @@ static void test_depth_one(int n)
 	      "send queue 1 deep: %d WRITEs posted the moment the last completed (%d done, "
 	      "%d refused, %d bad)", n, done, refused, bad);
 out:
-	if (qa)
-		ibv_destroy_qp(qa);
-	if (qb)
-		ibv_destroy_qp(qb);
+	destroy_pair(qa, qb);
 	if (cq)
 		ibv_destroy_cq(cq);
 }

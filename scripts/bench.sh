@@ -37,7 +37,6 @@ if [ "$RROCE_BENCH" = 1 ] || [ "$RROCE_UML" = 1 ]; then
 		--exclude=./bench --exclude='*.o' --exclude='*.ko' --exclude='.*.cmd' --exclude='*.mod*' \
 		--exclude=./modules.order --exclude=./Module.symvers --exclude='*.rmeta' -cf - . |
 		tar -C "$M" -xf -
-	[ "$RROCE_UML" = 0 ] || rm -f "$M/src/rdma/bindings_generated.rs"
 	log "building rroce.ko for the benchmark kernel in $M"
 	"$M/scripts/build-module.sh"
 	export RROCE_MODULE=$M/rroce.ko
