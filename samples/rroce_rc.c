@@ -220,9 +220,12 @@ static void fill(uint8_t *p, size_t n, unsigned int seed)
 
 static struct side A, B;
 
+static void show_qps(struct ibv_qp *qa, struct ibv_qp *qb);
+
 static void test_send_sizes(void)
 {
 	static const uint32_t sizes[] = { 0, 1, 1023, 1024, 1025, 4096, 65536, 1 << 20 };
+	int fails_before = failures;
 	struct ibv_wc ws, wr;
 
 	for (unsigned int i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
@@ -249,6 +252,11 @@ static void test_send_sizes(void)
 			CHECK(gr == 1 && (wr.wc_flags & IBV_WC_WITH_IMM) &&
 				      ntohl(wr.imm_data) == (0xc0ffee00 | ((200 + i) & 0xff)),
 			      "send %u bytes: immediate data 0x%08x", n, ntohl(wr.imm_data));
+		if (failures > fails_before) {
+			/* The QPs as the first failure left them. */
+			show_qps(A.qp, B.qp);
+			break;
+		}
 	}
 }
 

@@ -163,10 +163,17 @@ impl QpState {
     /// meanwhile is either seen gone (the packet is dropped) or stays
     /// live until the send returns. `route` is null or the QP's route
     /// cache, for packets to its path.
-    fn send_skb(&self, skb: Skb, av: &AddressVector, sport: u16, route: *mut sys::rroce_route) {
+    fn send_skb(
+        &self,
+        skb: Skb,
+        av: &AddressVector,
+        sport: u16,
+        route: *mut sys::rroce_route,
+    ) -> bool {
         let dev = self.dev();
         let guard = rcu::read_lock();
-        let _ = skb.send(dev.netdev(&guard), &guard, av, sport, route, &dev.counters);
+        skb.send(dev.netdev(&guard), &guard, av, sport, route, &dev.counters)
+            .is_ok()
     }
 
     /// Sends the queued packets, in order: one context at a time drains
@@ -234,6 +241,9 @@ impl QpState {
                 if *budget == 0 {
                     return true;
                 }
+                let n = u32::try_from(inner.t.tx.len()).unwrap_or(u32::MAX);
+                inner.t.tx_sent = inner.t.tx_sent.wrapping_add(n);
+                inner.t.tx_at = crate::transport::now_ms();
                 (
                     core::mem::take(&mut inner.t.tx),
                     inner.t.attrs.av,
@@ -242,6 +252,7 @@ impl QpState {
                 )
             };
             let mut rest = KVec::new();
+            let mut lost = 0u32;
             for skb in batch {
                 if *budget == 0 {
                     // Out of memory here drops the packet; the peer's
@@ -250,13 +261,23 @@ impl QpState {
                     continue;
                 }
                 *budget -= 1;
-                match av.as_ref() {
+                let ok = match av.as_ref() {
                     Some(av) => self.send_skb(skb, av, sport, self.fixed.route),
-                    None => drop(skb),
+                    None => false,
+                };
+                if !ok {
+                    lost = lost.wrapping_add(1);
                 }
             }
-            if !rest.is_empty() {
+            if lost > 0 || !rest.is_empty() {
                 let mut inner = self.inner.lock();
+                // What went back to the queue was not sent.
+                let back = u32::try_from(rest.len()).unwrap_or(u32::MAX);
+                inner.t.tx_sent = inner.t.tx_sent.wrapping_sub(back);
+                inner.t.tx_lost = inner.t.tx_lost.wrapping_add(lost);
+                if rest.is_empty() {
+                    continue;
+                }
                 if inner.t.epoch != epoch {
                     // The QP was reset meanwhile: the rest is not for the
                     // new connection.

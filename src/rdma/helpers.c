@@ -511,6 +511,11 @@ void rroce_helper_timer_arm_us(struct rroce_timer *rt, unsigned long usecs)
 	mod_timer(&rt->timer, jiffies + max(usecs_to_jiffies(usecs), 1UL));
 }
 
+u32 rroce_helper_jiffies_ms(void)
+{
+	return jiffies_to_msecs(jiffies);
+}
+
 void rroce_helper_timer_cancel(struct rroce_timer *rt)
 {
 	timer_delete(&rt->timer);

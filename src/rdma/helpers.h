@@ -112,6 +112,8 @@ struct rroce_timer;
 typedef void (*rroce_timer_fn)(void *ctx);
 struct rroce_timer *rroce_helper_timer_new(rroce_timer_fn fn, void *ctx);
 void rroce_helper_timer_arm_us(struct rroce_timer *rt, unsigned long usecs);
+/* The tick count in milliseconds (wrapping): diagnostics' timestamps. */
+u32 rroce_helper_jiffies_ms(void);
 void rroce_helper_timer_cancel(struct rroce_timer *rt);
 /* timer_shutdown_sync(), then free; NULL is ignored. */
 void rroce_helper_timer_free(struct rroce_timer *rt);

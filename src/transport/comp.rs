@@ -108,6 +108,7 @@ impl Ctx<'_> {
     /// Completes WQE 0 and moves the QP to the error state (which flushes
     /// everything else).
     fn fail_head(&mut self, status: WcStatus) {
+        self.inner.req.ev.at_fail = super::now_ms();
         pr_debug!(
             "qp {}: request failed with status {} (una {:#x}, psn {:#x})\n",
             self.qp.qpn,
@@ -123,9 +124,15 @@ impl Ctx<'_> {
 
     /// The completer: an ACK, NAK, READ response or atomic ACK.
     pub(crate) fn on_response(&mut self, pkt: &wire::Packet<'_>) {
+        super::bump(&mut self.inner.req.ev.responses);
+        self.inner.req.ev.at_resp = super::now_ms();
         if self.inner.state != sys::ib_qp_state_IB_QPS_RTS
             && self.inner.state != sys::ib_qp_state_IB_QPS_SQD
         {
+            super::bump(&mut self.inner.req.ev.late);
+            if self.inner.req.ev.at_late == 0 {
+                self.inner.req.ev.at_late = super::now_ms();
+            }
             return;
         }
         let psn = pkt.psn();
@@ -135,6 +142,7 @@ impl Ctx<'_> {
         let r = &self.inner.req;
         if !checks::response_expected(psn, Psn::new(r.una), Psn::new(r.max_psn)) {
             self.dev.counters.inc(Counter::UnexpectedResp);
+            super::bump(&mut self.inner.req.ev.stale);
             return;
         }
         // Only responses to what was sent count. An ACK or NAK may cover
@@ -148,6 +156,7 @@ impl Ctx<'_> {
             Psn::new(r.max_psn),
         );
         if !response_in_range(psn, Psn::new(r.una), limit) {
+            super::bump(&mut self.inner.req.ev.stale);
             return;
         }
         match info.kind {
@@ -181,6 +190,15 @@ impl Ctx<'_> {
     /// here (an RNR wait began, or the QP failed).
     fn on_ack(&mut self, psn: Psn, syndrome: Syndrome) -> bool {
         let class = completer::classify_ack(syndrome);
+        let ev = &mut self.inner.req.ev;
+        ev.last_ack = psn.get();
+        ev.at_ack = super::now_ms();
+        match class {
+            AckClass::Ack => super::bump(&mut ev.acks),
+            AckClass::RnrNak { .. } => super::bump(&mut ev.rnr_naks),
+            AckClass::SequenceNak => super::bump(&mut ev.seq_naks),
+            AckClass::Fatal(_) => {}
+        }
         if class == AckClass::Ack {
             self.ack_through(psn);
             return true;
@@ -413,6 +431,8 @@ impl Ctx<'_> {
             TimerAction::Idle => return,
             TimerAction::RetryExceeded => return self.fail_head(WcStatus::RetryExcErr),
             TimerAction::Retransmit { retry_left } => {
+                super::bump(&mut self.inner.req.ev.timeouts);
+                self.inner.req.ev.at_timeout = super::now_ms();
                 self.inner.req.retry_left = retry_left;
                 self.inner.req.rd_retry = None;
                 self.inner.req.window.on_loss();

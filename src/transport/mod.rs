@@ -245,6 +245,69 @@ pub(crate) struct Req {
     /// The last fetch left published WQEs for a later pass
     /// ([`FETCH_BUDGET`]): the QP's work item runs the send queue again.
     pending: bool,
+    /// What happened to this connection's requester (diagnostics).
+    ev: ReqEvents,
+}
+
+/// Requester events since RTS, for `rdma -dd resource show qp`: enough to
+/// tell, for a QP that ran out of retries, whether the peer answered.
+/// Counters wrap.
+#[derive(Default)]
+pub(crate) struct ReqEvents {
+    /// Retransmission timeouts (retries charged).
+    timeouts: u32,
+    /// Packets queued again after a rewind.
+    resent: u32,
+    /// ACKs, RNR NAKs and PSN sequence NAKs taken.
+    acks: u32,
+    rnr_naks: u32,
+    seq_naks: u32,
+    /// The PSN of the last ACK or NAK taken.
+    last_ack: u32,
+    /// Responses dropped as answering nothing outstanding or sent before
+    /// a rewind.
+    stale: u32,
+    /// Response packets that reached the completer (any state), and of
+    /// those, taken outside RTS and SQD (dropped).
+    responses: u32,
+    late: u32,
+    /// When the last response packet came.
+    at_resp: u32,
+    /// Timer expiries found stale (the timer was armed again while they
+    /// waited for the QP lock) and ignored.
+    stale_timers: u32,
+    /// When (the tick in ms) the last ACK or NAK was taken, the last
+    /// retransmission timeout charged, and a late response first came.
+    at_ack: u32,
+    at_timeout: u32,
+    at_late: u32,
+    /// When the head WQE failed (the QP went to ERR).
+    at_fail: u32,
+}
+
+/// Responder events since RTR (see [`ReqEvents`]).
+#[derive(Default)]
+pub(crate) struct RespEvents {
+    /// Duplicate requests, and the ACKs, RNR NAKs and PSN sequence NAKs
+    /// sent.
+    dups: u32,
+    acks: u32,
+    rnr_naks: u32,
+    seq_naks: u32,
+    /// The PSN of the last ACK or NAK sent, and when (the tick in ms).
+    last_ack: u32,
+    at_ack: u32,
+}
+
+/// The tick in milliseconds, for the events' timestamps.
+pub(crate) fn now_ms() -> u32 {
+    // SAFETY: reads the tick count.
+    unsafe { crate::rdma::sys::rroce_helper_jiffies_ms() }
+}
+
+/// Counts one event.
+fn bump(n: &mut u32) {
+    *n = n.wrapping_add(1);
 }
 
 /// Send WQEs copied from the ring per fetch: the copy runs under the QP
@@ -301,6 +364,8 @@ pub(crate) struct Resp {
     /// The READ/atomic requests remembered for duplicates (their slots are
     /// in `TransportState::resp_q`).
     rd: RdTable,
+    /// What happened to this connection's responder (diagnostics).
+    ev: RespEvents,
 }
 
 /// Bytes of an `enum ib_mtu`.

@@ -63,6 +63,15 @@ impl<'a> Ctx<'a> {
     }
 
     fn emit_ack(&mut self, syndrome: Syndrome, psn: u32, msn: u32) -> bool {
+        let ev = &mut self.inner.resp.ev;
+        ev.last_ack = psn;
+        ev.at_ack = super::now_ms();
+        match syndrome {
+            Syndrome::Ack { .. } => super::bump(&mut ev.acks),
+            Syndrome::RnrNak { .. } => super::bump(&mut ev.rnr_naks),
+            Syndrome::Nak(NakCode::PsnSequenceError) => super::bump(&mut ev.seq_naks),
+            Syndrome::Nak(_) => {}
+        }
         let mut h = Headers::new(self.bth(Opcode::RcAck, psn));
         h.aeth = Some(Aeth { syndrome, msn });
         matches!(self.queue(&h, 0, |_, _| Ok(())), Ok(true))
@@ -747,6 +756,7 @@ impl<'a> Ctx<'a> {
 
     /// A request at a PSN already processed.
     fn duplicate(&mut self, pkt: &wire::Packet<'_>) {
+        super::bump(&mut self.inner.resp.ev.dups);
         let epsn = Psn::new(self.inner.resp.epsn);
         match responder::duplicate_action(pkt.info().kind, pkt.bth().ack_req, epsn) {
             Duplicate::ReplayRead => self.replay_read(pkt),

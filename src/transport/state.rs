@@ -126,6 +126,12 @@ pub(crate) struct TransportState {
     pub(crate) epoch: u32,
     /// ODP pages the transport is waiting for (see `transport::odp`).
     pub(crate) odp: super::OdpWait,
+    /// Packets taken from `tx` to be sent, and of those, dropped before
+    /// the IP stack (no route, no address vector); diagnostics, wrapping.
+    pub(crate) tx_sent: u32,
+    pub(crate) tx_lost: u32,
+    /// When (the tick in ms) packets were last taken to be sent.
+    pub(crate) tx_at: u32,
 }
 
 /// What KUnit looks at.

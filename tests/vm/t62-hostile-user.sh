@@ -56,6 +56,11 @@ check hostile_user.runs_unprivileged "${UNPRIV[@]}" sh -c \
 # the same two devices while the attacks b, c, d run. Catches: any attack
 # disturbing another process's QPs, CQs or MRs, or stalling the device.
 rm -f /tmp/hu.stop /tmp/hu.honest.*
+softnet_drops() {
+	local _ d
+	while read -r _ d _; do printf '%d ' "0x$d"; done </proc/net/softnet_stat
+}
+softnet_drops >/tmp/hu.softnet0
 honest_loop() {
 	local n=0 f=0
 	while [ ! -e /tmp/hu.stop ]; do
@@ -63,7 +68,17 @@ honest_loop() {
 			n=$((n + 1))
 		else
 			f=$((f + 1))
-			cp /tmp/hu.honest.last /tmp/hu.honest.fail$f
+			# What the network did meanwhile: packets the receiving
+			# CPU's backlog dropped (softnet_stat's second column, per
+			# CPU) and the veth pair's counters.
+			{
+				cat /tmp/hu.honest.last
+				echo "backlog drops per CPU, at the start: $(cat /tmp/hu.softnet0), now: $(softnet_drops)"
+				ip -n ns0 -s link show v0
+				ip -n ns1 -s link show v1
+				rdma statistic show link rroce0/1
+				rdma statistic show link rroce1/1
+			} >/tmp/hu.honest.fail$f
 		fi
 		echo "$n $f" >/tmp/hu.honest.count
 	done
@@ -149,6 +164,7 @@ honest() {
 	for x in /tmp/hu.honest.fail*; do
 		[ -e "$x" ] || continue
 		grep -A14 FAIL "$x" | head -40
+		sed -n '/^backlog drops/,$p' "$x"
 		cp "$x" "$OUT/hu-honest-${x##*.}.log"
 	done
 	[ "${n:-0}" -ge 1 ] && [ "${f:-0}" = 0 ]
