@@ -516,6 +516,11 @@ u32 rroce_helper_jiffies_ms(void)
 	return jiffies_to_msecs(jiffies);
 }
 
+bool rroce_helper_timer_pending(struct rroce_timer *rt)
+{
+	return timer_pending(&rt->timer);
+}
+
 void rroce_helper_timer_cancel(struct rroce_timer *rt)
 {
 	timer_delete(&rt->timer);

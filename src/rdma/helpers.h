@@ -114,6 +114,9 @@ struct rroce_timer *rroce_helper_timer_new(rroce_timer_fn fn, void *ctx);
 void rroce_helper_timer_arm_us(struct rroce_timer *rt, unsigned long usecs);
 /* The tick count in milliseconds (wrapping): diagnostics' timestamps. */
 u32 rroce_helper_jiffies_ms(void);
+/* Armed and not yet expired: a callback running now was overtaken by a
+ * later mod_timer(). */
+bool rroce_helper_timer_pending(struct rroce_timer *rt);
 void rroce_helper_timer_cancel(struct rroce_timer *rt);
 /* timer_shutdown_sync(), then free; NULL is ignored. */
 void rroce_helper_timer_free(struct rroce_timer *rt);

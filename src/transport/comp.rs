@@ -418,6 +418,14 @@ impl Ctx<'_> {
         if self.inner.state != sys::ib_qp_state_IB_QPS_RTS {
             return;
         }
+        // SAFETY: the timer lives as long as the QP.
+        if unsafe { sys::rroce_helper_timer_pending(self.qp.timer) } {
+            // This expiry waited for the QP lock while a response re-armed
+            // the timer (progress, an RNR NAK): it is stale, and charging
+            // a retry for it would count a timeout that did not happen.
+            super::bump(&mut self.inner.req.ev.stale_timers);
+            return;
+        }
         let r = &self.inner.req;
         let t = TimerState {
             rnr_wait: r.rnr_wait,
