@@ -196,11 +196,25 @@ impl QpState {
             TX_BUDGET_PROCESS
         };
         loop {
+            // Whoever holds `tx_busy` sends for everyone, so it must not be
+            // preempted while it does: a process posting from its system
+            // call and then taken off the CPU would hold every packet other
+            // contexts queue meanwhile (the retransmissions the timer makes,
+            // the ACKs the responder owes) for as long as the scheduler
+            // keeps it waiting, longer than the peer's retransmission
+            // timeout on a loaded machine. Softirq context is not
+            // preemptible anyway; a pass is bounded by the budget.
+            // SAFETY: balanced below, nothing in between sleeps.
+            unsafe { sys::rroce_helper_preempt_disable() };
             if self.tx_busy.swap(true, Ordering::Acquire) {
+                // SAFETY: disabled above.
+                unsafe { sys::rroce_helper_preempt_enable() };
                 return;
             }
             let deferred = self.send_queued(&mut budget);
             self.tx_busy.store(false, Ordering::Release);
+            // SAFETY: disabled above.
+            unsafe { sys::rroce_helper_preempt_enable() };
             let (more_tx, more_work) = {
                 let inner = self.inner.lock();
                 (

@@ -551,6 +551,16 @@ bool rroce_helper_in_atomic_bh(void)
 	return in_softirq() || in_hardirq() || irqs_disabled();
 }
 
+void rroce_helper_preempt_disable(void)
+{
+	preempt_disable();
+}
+
+void rroce_helper_preempt_enable(void)
+{
+	preempt_enable();
+}
+
 /* Sending through the IP stack enables bottom halves, which must not
  * happen with interrupts off (a caller holding an irqsave lock, such as
  * the MAD layer around ib_post_send). */

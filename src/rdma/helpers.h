@@ -112,6 +112,9 @@ struct rroce_timer;
 typedef void (*rroce_timer_fn)(void *ctx);
 struct rroce_timer *rroce_helper_timer_new(rroce_timer_fn fn, void *ctx);
 void rroce_helper_timer_arm_us(struct rroce_timer *rt, unsigned long usecs);
+/* preempt_disable() and preempt_enable(). */
+void rroce_helper_preempt_disable(void);
+void rroce_helper_preempt_enable(void);
 /* The tick count in milliseconds (wrapping): diagnostics' timestamps. */
 u32 rroce_helper_jiffies_ms(void);
 /* Armed and not yet expired: a callback running now was overtaken by a
