@@ -125,13 +125,14 @@ impl Ctx<'_> {
     /// The completer: an ACK, NAK, READ response or atomic ACK.
     pub(crate) fn on_response(&mut self, pkt: &wire::Packet<'_>) {
         super::bump(&mut self.inner.req.ev.responses);
-        self.inner.req.ev.at_resp = super::now_ms();
         if self.inner.state != sys::ib_qp_state_IB_QPS_RTS
             && self.inner.state != sys::ib_qp_state_IB_QPS_SQD
         {
-            super::bump(&mut self.inner.req.ev.late);
-            if self.inner.req.ev.at_late == 0 {
-                self.inner.req.ev.at_late = super::now_ms();
+            let ev = &mut self.inner.req.ev;
+            super::bump(&mut ev.late);
+            ev.at_late_last = super::now_ms();
+            if ev.at_late == 0 {
+                ev.at_late = ev.at_late_last;
             }
             return;
         }

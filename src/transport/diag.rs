@@ -62,6 +62,7 @@ impl TransportState {
             (c"tx_queued", self.tx.len() as u32),
             (c"odp_pending", self.odp_pending().into()),
             (c"odp_failed", self.odp.failed().into()),
+            // Requester events since RTS.
             (c"req_timeouts", r.ev.timeouts),
             (c"req_resent", r.ev.resent),
             (c"req_acks", r.ev.acks),
@@ -69,24 +70,26 @@ impl TransportState {
             (c"req_seq_naks", r.ev.seq_naks),
             (c"req_last_ack", r.ev.last_ack),
             (c"req_stale", r.ev.stale),
-            (c"resp_dups", s.ev.dups),
-            (c"resp_acks", s.ev.acks),
-            (c"resp_rnr_naks", s.ev.rnr_naks),
-            (c"resp_seq_naks", s.ev.seq_naks),
-            (c"resp_last_ack", s.ev.last_ack),
             (c"req_responses", r.ev.responses),
             (c"req_late", r.ev.late),
             (c"req_stale_timers", r.ev.stale_timers),
             (c"req_at_ack", r.ev.at_ack),
             (c"req_at_timeout", r.ev.at_timeout),
-            (c"req_at_late", r.ev.at_late),
             (c"req_at_fail", r.ev.at_fail),
+            (c"req_at_late", r.ev.at_late),
+            (c"req_at_late_last", r.ev.at_late_last),
+            // Responder events since RTR.
+            (c"resp_dups", s.ev.dups),
+            (c"resp_acks", s.ev.acks),
+            (c"resp_rnr_naks", s.ev.rnr_naks),
+            (c"resp_seq_naks", s.ev.seq_naks),
+            (c"resp_last_ack", s.ev.last_ack),
             (c"resp_at_ack", s.ev.at_ack),
-            (c"req_at_resp", r.ev.at_resp),
-            (c"tx_at", self.tx_at),
-            (c"now", super::now_ms()),
+            // Transmit queue, and the clock the `at_` values are read on.
             (c"tx_sent", self.tx_sent),
             (c"tx_lost", self.tx_lost),
+            (c"tx_at", self.tx_at),
+            (c"now", super::now_ms()),
         ]
     }
 }

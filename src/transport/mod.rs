@@ -256,7 +256,8 @@ pub(crate) struct Req {
 pub(crate) struct ReqEvents {
     /// Retransmission timeouts (retries charged).
     timeouts: u32,
-    /// Packets queued again after a rewind.
+    /// PSNs sent again after a rewind (a READ request counts the PSNs of
+    /// the responses it asks for again).
     resent: u32,
     /// ACKs, RNR NAKs and PSN sequence NAKs taken.
     acks: u32,
@@ -271,16 +272,16 @@ pub(crate) struct ReqEvents {
     /// those, taken outside RTS and SQD (dropped).
     responses: u32,
     late: u32,
-    /// When the last response packet came.
-    at_resp: u32,
     /// Timer expiries found stale (the timer was armed again while they
     /// waited for the QP lock) and ignored.
     stale_timers: u32,
     /// When (the tick in ms) the last ACK or NAK was taken, the last
-    /// retransmission timeout charged, and a late response first came.
+    /// retransmission timeout charged, and a late response came first and
+    /// last (only then: the completer's hot path reads no clock).
     at_ack: u32,
     at_timeout: u32,
     at_late: u32,
+    at_late_last: u32,
     /// When the head WQE failed (the QP went to ERR).
     at_fail: u32,
 }

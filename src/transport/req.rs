@@ -33,7 +33,7 @@ impl Req {
     /// Moves the send PSN by `npkts`; `done` ends the current WQE.
     fn advance(&mut self, npkts: u32, done: bool) {
         if Psn::new(self.psn).diff(Psn::new(self.max_psn)) < 0 {
-            self.ev.resent = self.ev.resent.wrapping_add(npkts.max(1));
+            self.ev.resent = self.ev.resent.wrapping_add(npkts);
         }
         self.psn = Psn::new(self.psn).add(npkts).get();
         if done {
