@@ -71,9 +71,9 @@ if [ "$MODE" = profile ]; then
 		# UML has no perf events: the host's perf samples every host CPU
 		# around the whole UML run (tests/bench/uml-profile.py explains).
 		command -v perf >/dev/null || die "perf is not installed (scripts/deps.sh)"
-		perf record -q -a -e cpu-clock -F 1999 -k CLOCK_REALTIME -o "$RUN/perf.data" -- \
+		perf record -q -a -g -e cpu-clock -F 1999 -k CLOCK_REALTIME -o "$RUN/perf.data" -- \
 			scripts/uml.sh --timeout 900 'bash tests/bench/uml-profile.sh' | tee "$RUN/log"
-		perf script -i "$RUN/perf.data" -F comm,tid,time,ip,sym,dso >"$RUN/perf.script" 2>/dev/null
+		perf script -i "$RUN/perf.data" --show-mmap-events -F comm,tid,time,ip,sym,dso >"$RUN/perf.script" 2>/dev/null
 		/usr/bin/python3 tests/bench/uml-profile.py "$RUN" >"$RUN/profile.txt"
 		how="tests/bench/uml-profile.sh and .py, which explain the method; host perf"
 	else
@@ -83,6 +83,13 @@ if [ "$MODE" = profile ]; then
 	accel=$(cat "$RUN/accel" 2>/dev/null || echo unknown)
 	kver=$(cat "$RROCE_CACHE/src/VERSION" 2>/dev/null || echo unknown)
 	out=bench/results/$(date -u +%Y-%m-%d)-$kver-profile-$accel.md
+	# UML's call chains: a flame graph per driver beside the table.
+	svgs=
+	for d in rroce-send65536 rxe-send65536 rroce-write64 rxe-write64; do
+		[ -s "$RUN/$d.svg" ] || continue
+		cp "$RUN/$d.svg" "${out%.md}-$d.svg"
+		svgs="$svgs ${out%.md}-$d.svg"
+	done
 	{
 		echo "# Where the time goes: rroce and rdma_rxe, $kver"
 		echo
@@ -93,8 +100,14 @@ if [ "$MODE" = profile ]; then
 		echo "Documentation/benchmark.rst reads it."
 		echo
 		cat "$RUN/profile.txt"
+		if [ -n "$svgs" ]; then
+			echo
+			echo "Flame graphs (every sample's stack; host:, uml: and rroce: name the"
+			echo "host kernel's, the UML kernel's and rroce.ko's functions):"
+			for f in $svgs; do echo "[$(basename "$f")]($(basename "$f"))"; done
+		fi
 	} >"$out"
-	echo "written to $out"
+	echo "written to $out$svgs"
 	exit 0
 fi
 $RUNNER --timeout "${RROCE_BENCH_TIMEOUT:-3600}" 'bash tests/bench/guest.sh' | tee "$RUN/log"

@@ -17,7 +17,13 @@ start=$(date +%s)
 MK=(make -s -C "$SRCDIR" O="$B" -j"$(nproc)" LLVM="$RROCE_LLVM")
 base=("$SRCDIR/kernel/configs/kvm_guest.config")
 if [ "$RROCE_UML" = 1 ]; then
-	MK+=(ARCH=um)
+	# UML's signal stub returns from its handler with a bare rt_sigreturn
+	# that must find the signal frame at the stack pointer: with
+	# kernel/uml.config's FRAME_POINTER the compiler pushes a frame first
+	# and every process dies at its first signal (init segfaults at sp 0).
+	# The stub alone is built without frame pointers, as a command-line
+	# override of its own per-file flags (lib.sh hashes this line).
+	MK+=(ARCH=um "CFLAGS_stub.o=$RROCE_UML_STUB_CFLAGS")
 	base=()
 fi
 "${MK[@]}" tinyconfig >/dev/null

@@ -88,6 +88,9 @@ if scripts/kunit-suites.py --coverage; then ok; else bad kunit-coverage; fi
 step "structure: file and function sizes, module graph (Documentation/architecture.rst)"
 if scripts/structure.py; then ok; else bad structure; fi
 
+step "benchmark tools: the UML profile reader and its flame graphs"
+if /usr/bin/python3 tests/bench/test_profile.py; then ok; else bad bench-profile-reader; fi
+
 step "lint: rustfmt"
 if cargo fmt --check >/dev/null 2>&1 && rustfmt --edition 2021 --check src/rroce_main.rs >/dev/null 2>&1; then ok; else bad rustfmt; fi
 

@@ -34,6 +34,10 @@ export RROCE_BENCH
 if [ "${UML:-}" = 1 ] || [ "${RROCE_UML:-0}" = 1 ]; then
 	RROCE_UML=1
 	RROCE_LLVM=-19
+	# Its signal stub's flags (build-kernel.sh says why), for make to
+	# expand: single quotes on purpose.
+	# shellcheck disable=SC2016
+	RROCE_UML_STUB_CFLAGS='$(CFLAGS_NO_HARDENING) -fomit-frame-pointer'
 	[ "$RROCE_KASAN" = 0 ] || { echo "[rroce] error: KASAN=1 and UML=1 exclude each other" >&2; exit 1; }
 	RROCE_BENCH=0
 else
@@ -67,7 +71,7 @@ rroce_kernel_key() {
 		echo "$ver"
 		rroce_fragments | xargs cat
 		[ "$RROCE_KASAN" = 0 ] || echo "LLVM=$RROCE_LLVM"
-		[ "$RROCE_UML" = 0 ] || echo "ARCH=um LLVM=$RROCE_LLVM"
+		[ "$RROCE_UML" = 0 ] || echo "ARCH=um LLVM=$RROCE_LLVM CFLAGS_stub.o=$RROCE_UML_STUB_CFLAGS"
 		rustc --version
 	} | sha256sum | cut -c1-12
 }
