@@ -12,6 +12,7 @@
 //! against a kernel without KUnit carries none of them.
 
 pub mod fastreg;
+pub mod gso;
 pub mod icrc;
 pub mod index;
 pub mod mw;

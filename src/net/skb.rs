@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Socket buffers: an owned skb, allocated for a RoCEv2 packet and sent
-//! after the route lookup with its ICRC written.
+//! Socket buffers: an owned skb, allocated for a RoCEv2 packet (or a UDP
+//! GSO run of them) and sent after the route lookup with its ICRC written.
 
 use core::ptr::{null_mut, NonNull};
 
@@ -10,17 +10,40 @@ use kernel::prelude::*;
 use crate::{
     ah::{AddressVector, NetworkType},
     counters::{Counter, Counters},
-    engine::icrc,
+    engine::{gso, icrc},
     rdma::sys,
 };
 
 /// An skb owned by rroce; freed on drop unless sent.
 ///
+/// A new one holds one RoCEv2 packet ([`alloc`]) or, out of a netdev that
+/// takes UDP GSO, a run of packets of one size (the last may be shorter)
+/// that the IP stack carries as one ([`alloc_gso`], [`Skb::append`]).
+///
 /// # Invariants
 ///
-/// `0` points at an skb nobody else owns; `1` is null or points at `2`
-/// bytes of its linear data, owned with it.
-pub(crate) struct Skb(NonNull<sys::sk_buff>, *mut u8, usize);
+/// `skb` points at an skb nobody else owns; `data` is null (a received
+/// packet) or points at `cap` bytes of its linear data, owned with it.
+/// `gso.used <= cap`; for a single packet (`gso.seg == 0`) `used == cap`.
+pub(crate) struct Skb {
+    skb: NonNull<sys::sk_buff>,
+    data: *mut u8,
+    cap: usize,
+    gso: Run,
+}
+
+/// The packets a new skb holds.
+#[derive(Clone, Copy)]
+struct Run {
+    /// The segment size of a GSO run; 0 for a single packet.
+    seg: usize,
+    /// Bytes holding packets, from the start of the data.
+    used: usize,
+    /// Packets held.
+    pkts: u32,
+    /// Whether another packet may join (the last one was a full segment).
+    open: bool,
+}
 
 // SAFETY: an owned skb may be sent and freed from any context.
 unsafe impl Send for Skb {}
@@ -28,9 +51,16 @@ unsafe impl Send for Skb {}
 impl Drop for Skb {
     fn drop(&mut self) {
         // SAFETY: owned (type invariant).
-        unsafe { sys::rroce_helper_kfree_skb(self.0.as_ptr()) };
+        unsafe { sys::rroce_helper_kfree_skb(self.skb.as_ptr()) };
     }
 }
+
+/// The most packets one GSO run carries.
+pub(crate) const GSO_MAX_PKTS: usize = 32;
+/// The most bytes of packets one GSO run carries: with the headers and the
+/// skb's shared info, its data stays within 16 KiB (an order-2 allocation;
+/// 15 packets at MTU 1024, 3 at MTU 4096).
+pub(crate) const GSO_MAX_BYTES: usize = 15 * 1040;
 
 impl Skb {
     /// Takes ownership of `skb`, a received packet.
@@ -40,13 +70,23 @@ impl Skb {
     /// Nobody else owns `skb` (the stack handed it over).
     pub(super) unsafe fn from_received(skb: NonNull<sys::sk_buff>) -> Self {
         // INVARIANT: owned per the caller; no packet bytes borrowed.
-        Skb(skb, null_mut(), 0)
+        Skb {
+            skb,
+            data: null_mut(),
+            cap: 0,
+            gso: Run {
+                seg: 0,
+                used: 0,
+                pkts: 1,
+                open: false,
+            },
+        }
     }
 
     /// Frees a received packet that was used: `consume_skb`, which the
     /// kernel's drop accounting does not count as a drop.
     pub(super) fn consume(self) {
-        let skb = self.0.as_ptr();
+        let skb = self.skb.as_ptr();
         core::mem::forget(self);
         // SAFETY: owned (type invariant); `self` is forgotten, so freed once.
         unsafe { sys::rroce_helper_consume_skb(skb) };
@@ -54,24 +94,68 @@ impl Skb {
 
     /// The skb, still owned by `self`.
     pub(super) fn as_ptr(&self) -> *mut sys::sk_buff {
-        self.0.as_ptr()
+        self.skb.as_ptr()
     }
 
-    /// The packet bytes (BTH through ICRC) of a new skb from [`alloc`].
+    /// The RoCEv2 packets it holds.
+    pub(crate) fn packets(&self) -> u32 {
+        self.gso.pkts
+    }
+
+    /// Whether it is a GSO run (from [`alloc_gso`]).
+    pub(crate) fn is_run(&self) -> bool {
+        self.gso.seg != 0
+    }
+
+    /// The packet bytes (BTH through ICRC) of a new single-packet skb from
+    /// [`alloc`]; empty for a GSO run (see [`Skb::append`]).
     pub(crate) fn buf(&mut self) -> &mut [u8] {
-        if self.1.is_null() {
+        if self.data.is_null() || self.gso.seg != 0 {
             return &mut [];
         }
-        // SAFETY: `2` bytes at `1` are ours (type invariant), borrowed
-        // mutably through `self`.
-        unsafe { core::slice::from_raw_parts_mut(self.1, self.2) }
+        // SAFETY: `cap` bytes at `data` are ours (type invariant),
+        // borrowed mutably through `self`.
+        unsafe { core::slice::from_raw_parts_mut(self.data, self.cap) }
+    }
+
+    /// Room for one more packet of `len` bytes at the end of a GSO run:
+    /// `None` unless the run is open, `len` fits its segment size and the
+    /// skb has room. Nothing joins before [`Skb::commit`].
+    pub(crate) fn append(&mut self, len: usize) -> Option<&mut [u8]> {
+        let g = self.gso;
+        if self.data.is_null() || g.seg == 0 || !g.open || len > g.seg || len == 0 {
+            return None;
+        }
+        let end = g.used.checked_add(len)?;
+        if end > self.cap {
+            return None;
+        }
+        // SAFETY: `used..end` is within the `cap` bytes at `data` that are
+        // ours (type invariant), borrowed mutably through `self`.
+        Some(unsafe { core::slice::from_raw_parts_mut(self.data.add(g.used), len) })
+    }
+
+    /// The packet written into [`Skb::append`]'s `len` bytes joins the run;
+    /// one shorter than the segment size ends it.
+    pub(crate) fn commit(&mut self, len: usize) {
+        let g = &mut self.gso;
+        match g.used.checked_add(len) {
+            Some(end) if g.seg != 0 && g.open && len <= g.seg && end <= self.cap => {
+                g.used = end;
+                g.pkts = g.pkts.saturating_add(1);
+                g.open = len == g.seg;
+            }
+            _ => {}
+        }
     }
 
     /// Routes the packet out of `ndev`, pushes the UDP and IP headers,
     /// writes the ICRC and sends it. `ndev` is the device's netdev, read
     /// inside the RCU read-side section `_rcu` the caller holds across
     /// the call; a null `ndev` (the netdev is unregistering) drops the
-    /// packet.
+    /// packet. A GSO run of more than one packet leaves as one UDP GSO
+    /// packet, each segment's ICRC computed for the headers the
+    /// segmentation gives it ([`gso`]).
     ///
     /// A queued skb names no netdev (see [`alloc`]): only here, with the
     /// netdev known live for the call, does `skb->dev` point at it.
@@ -91,6 +175,17 @@ impl Skb {
             counters.inc(Counter::NoRoute);
             return Err(ENODEV);
         }
+        let g = self.gso;
+        if g.pkts == 0 {
+            return Err(EINVAL);
+        }
+        if g.seg != 0 {
+            let used = u32::try_from(g.used).map_err(|_| EINVAL)?;
+            // SAFETY: we own the skb; `used` is at most its data length.
+            unsafe { sys::rroce_helper_skb_trim(self.skb.as_ptr(), used) };
+        }
+        let segs = if g.seg != 0 && g.pkts > 1 { g.pkts } else { 1 };
+        let seg = u32::try_from(g.seg).map_err(|_| EINVAL)?;
         let ipv6 = av.network == NetworkType::Ipv6;
         let mut l3: *mut u8 = null_mut();
         let mut l3_len: u32 = 0;
@@ -103,7 +198,7 @@ impl Skb {
         // callers defer sends made with them off).
         let err = unsafe {
             sys::rroce_helper_tx_prepare(
-                self.0.as_ptr(),
+                self.skb.as_ptr(),
                 ndev,
                 ipv6,
                 av.sgid.as_ptr(),
@@ -112,6 +207,8 @@ impl Skb {
                 av.traffic_class,
                 if av.hop_limit == 0 { 64 } else { av.hop_limit },
                 route,
+                seg,
+                segs,
                 &mut l3,
                 &mut l3_len,
             )
@@ -123,17 +220,41 @@ impl Skb {
         // SAFETY: the helper returned the skb's linear network header
         // through its tail, which we own.
         let pkt = unsafe { core::slice::from_raw_parts_mut(l3, l3_len as usize) };
-        if icrc::generate_using(pkt, crate::rdma::icrc_crc32()).is_err() {
+        let f = crate::rdma::icrc_crc32();
+        if segs > 1 {
+            write_segment_icrcs(pkt, g.seg, segs, f)?;
+        } else if icrc::generate_using(pkt, f).is_err() {
             return Err(EINVAL);
         }
-        let skb = self.0.as_ptr();
+        let skb = self.skb.as_ptr();
         core::mem::forget(self);
-        counters.inc(Counter::SentPkts);
+        for _ in 0..segs {
+            counters.inc(Counter::SentPkts);
+        }
         // SAFETY: consumes the skb, whatever the result; its netdev is
         // live (above).
         let _ = unsafe { sys::rroce_helper_tx_send(skb) };
         Ok(())
     }
+}
+
+/// Writes the ICRC of each of the `segs` segments of `seg` bytes of the
+/// GSO packet `pkt` (IP header through the last segment).
+fn write_segment_icrcs(pkt: &mut [u8], seg: usize, segs: u32, f: icrc::Crc32Fn) -> Result {
+    let hl = gso::headers_len(pkt).map_err(|_| EINVAL)?;
+    let (hdr, body) = pkt.split_at_mut(hl);
+    let payload = body.len();
+    for i in 0..segs {
+        let idx = usize::try_from(i).map_err(|_| EINVAL)?;
+        let r = gso::segment_range(payload, seg, idx).ok_or(EINVAL)?;
+        let mut h = [0u8; gso::MAX_HEADERS];
+        let id = u16::try_from(i).map_err(|_| EINVAL)?;
+        let n = gso::segment_headers(hdr, id, r.len(), &mut h).map_err(|_| EINVAL)?;
+        let s = body.get_mut(r).ok_or(EINVAL)?;
+        let hs = h.get(..n).ok_or(EINVAL)?;
+        gso::generate_icrc(hs, s, f).map_err(|_| EINVAL)?;
+    }
+    Ok(())
 }
 
 /// Allocates an skb for a RoCEv2 packet of `len` bytes (BTH through ICRC),
@@ -144,6 +265,57 @@ impl Skb {
 /// reference is held): it may wait on the QP past the netdev's removal,
 /// and [`Skb::send`] sets it from the netdev live then.
 pub(crate) fn alloc(ndev: *mut sys::net_device, ipv6: bool, len: usize) -> Option<Skb> {
+    let (skb, data) = alloc_raw(ndev, ipv6, len)?;
+    // INVARIANT: the helper put `len` bytes at `data`, owned with the skb;
+    // a single packet uses them all.
+    Some(Skb {
+        skb,
+        data,
+        cap: len,
+        gso: Run {
+            seg: 0,
+            used: len,
+            pkts: 1,
+            open: false,
+        },
+    })
+}
+
+/// Allocates an empty GSO run for up to `pkts` packets of `seg` bytes
+/// (see [`alloc`]; [`Skb::append`] adds them), or `None` (no memory, a null
+/// `ndev`, or fewer than two packets).
+pub(crate) fn alloc_gso(
+    ndev: *mut sys::net_device,
+    ipv6: bool,
+    seg: usize,
+    pkts: usize,
+) -> Option<Skb> {
+    let pkts = pkts.min(GSO_MAX_PKTS).min(GSO_MAX_BYTES.checked_div(seg)?);
+    if pkts < 2 {
+        return None;
+    }
+    let cap = seg.checked_mul(pkts)?;
+    let (skb, data) = alloc_raw(ndev, ipv6, cap)?;
+    // INVARIANT: `cap` bytes at `data`, owned with the skb, none used yet.
+    Some(Skb {
+        skb,
+        data,
+        cap,
+        gso: Run {
+            seg,
+            used: 0,
+            pkts: 0,
+            open: true,
+        },
+    })
+}
+
+/// An skb with `len` bytes of data for `ndev` (see [`alloc`]).
+fn alloc_raw(
+    ndev: *mut sys::net_device,
+    ipv6: bool,
+    len: usize,
+) -> Option<(NonNull<sys::sk_buff>, *mut u8)> {
     if ndev.is_null() {
         return None;
     }
@@ -152,9 +324,21 @@ pub(crate) fn alloc(ndev: *mut sys::net_device, ipv6: bool, len: usize) -> Optio
     // SAFETY: `ndev` is non-null, and live: the callers read it from the
     // device inside the RCU read-side section they still hold.
     let skb = unsafe { sys::rroce_helper_tx_alloc(ndev, ipv6, len32, &mut data) };
-    let skb = NonNull::new(skb)?;
-    // INVARIANT: the helper put `len` bytes at `data`, owned with the skb.
-    Some(Skb(skb, data, len))
+    Some((NonNull::new(skb)?, data))
+}
+
+/// The most bytes of RoCEv2 packets one UDP GSO packet out of `ndev` may
+/// carry (0: the netdev takes no UDP GSO, or `ndev` is null).
+///
+/// # Safety
+///
+/// `ndev` is null or a live netdev.
+pub(crate) unsafe fn gso_max(ndev: *mut sys::net_device) -> usize {
+    if ndev.is_null() {
+        return 0;
+    }
+    // SAFETY: live per the caller.
+    unsafe { sys::rroce_helper_netdev_gso_max(ndev) as usize }
 }
 
 /// A received packet, from its IP header to its tail, and the netdev it

@@ -255,7 +255,7 @@ impl QpState {
                 if *budget == 0 {
                     return true;
                 }
-                let n = u32::try_from(inner.t.tx.len()).unwrap_or(u32::MAX);
+                let n = u32::try_from(inner.t.tx_packets()).unwrap_or(u32::MAX);
                 inner.t.tx_sent = inner.t.tx_sent.wrapping_add(n);
                 inner.t.tx_at = crate::transport::now_ms();
                 (
@@ -267,26 +267,29 @@ impl QpState {
             };
             let mut rest = KVec::new();
             let mut lost = 0u32;
+            let mut back = 0u32;
             for skb in batch {
+                // A GSO run counts as the packets it carries.
+                let pkts = skb.packets();
                 if *budget == 0 {
+                    back = back.wrapping_add(pkts);
                     // Out of memory here drops the packet; the peer's
                     // retransmission logic recovers it.
                     let _ = rest.push(skb, GFP_ATOMIC);
                     continue;
                 }
-                *budget -= 1;
+                *budget = budget.saturating_sub(pkts as usize);
                 let ok = match av.as_ref() {
                     Some(av) => self.send_skb(skb, av, sport, self.fixed.route),
                     None => false,
                 };
                 if !ok {
-                    lost = lost.wrapping_add(1);
+                    lost = lost.wrapping_add(pkts);
                 }
             }
             if lost > 0 || !rest.is_empty() {
                 let mut inner = self.inner.lock();
                 // What went back to the queue was not sent.
-                let back = u32::try_from(rest.len()).unwrap_or(u32::MAX);
                 inner.t.tx_sent = inner.t.tx_sent.wrapping_sub(back);
                 inner.t.tx_lost = inner.t.tx_lost.wrapping_add(lost);
                 if rest.is_empty() {

@@ -22,6 +22,7 @@
 #include <net/ip6_route.h>
 #include <net/route.h>
 #include <net/udp.h>
+#include <net/ip6_checksum.h>
 #include <net/udp_tunnel.h>
 #include <rdma/ib_umem.h>
 #include <rdma/ib_umem_odp.h>
@@ -208,6 +209,10 @@ struct sock *rroce_helper_udp_sock(struct net *net, bool ipv6, rroce_encap_rcv_f
 	tnl_cfg.encap_type = 1;
 	tnl_cfg.encap_rcv = rcv;
 	setup_udp_tunnel_sock(net, sock->sk, &tnl_cfg);
+	/* UDP GSO packets (from an rroce peer on a veth, say) reach @rcv
+	 * whole, which walks their segments in place, instead of being cut
+	 * into one new skb per segment first. */
+	udp_set_bit(ACCEPT_L4, sock->sk);
 	return sock->sk;
 }
 
@@ -226,10 +231,19 @@ void rroce_helper_synchronize_rcu(void)
 	synchronize_rcu();
 }
 
-int rroce_helper_rx_skb(struct sk_buff *skb, struct net_device **ndev, u8 **l3, u32 *l3_len)
+int rroce_helper_rx_skb(struct sk_buff *skb, struct net_device **ndev, u8 **l3, u32 *l3_len,
+			u32 *gso_size)
 {
 	if (skb_linearize(skb))
 		return -ENOMEM;
+	*gso_size = 0;
+	if (skb_is_gso(skb) && (skb_shinfo(skb)->gso_type & SKB_GSO_UDP_L4)) {
+		/* Segment headers are rewritten in place: a clone (a packet
+		 * tap's) gets its own copy of the data first. */
+		if (skb_ensure_writable(skb, skb->len))
+			return -ENOMEM;
+		*gso_size = skb_shinfo(skb)->gso_size;
+	}
 	*ndev = skb->dev;
 	*l3 = skb_network_header(skb);
 	*l3_len = skb_tail_pointer(skb) - skb_network_header(skb);
@@ -260,6 +274,21 @@ struct sk_buff *rroce_helper_tx_alloc(struct net_device *ndev, bool ipv6, u32 le
 	skb->protocol = ipv6 ? htons(ETH_P_IPV6) : htons(ETH_P_IP);
 	*data = skb_put(skb, len);
 	return skb;
+}
+
+void rroce_helper_skb_trim(struct sk_buff *skb, u32 len)
+{
+	skb_trim(skb, len);
+}
+
+u32 rroce_helper_netdev_gso_max(struct net_device *ndev)
+{
+	if (!(READ_ONCE(ndev->features) & NETIF_F_GSO_UDP_L4) ||
+	    READ_ONCE(ndev->gso_max_segs) < 32)
+		return 0;
+	/* Room for the IP and UDP headers within the IPv4 total length. */
+	return min3(READ_ONCE(ndev->gso_max_size), READ_ONCE(ndev->gso_ipv4_max_size),
+		    GSO_LEGACY_MAX_SIZE - 1 - sizeof(struct ipv6hdr) - sizeof(struct udphdr));
 }
 
 struct rroce_route {
@@ -363,7 +392,8 @@ static struct dst_entry *rroce_route6(struct net *net, struct net_device *ndev,
 
 int rroce_helper_tx_prepare(struct sk_buff *skb, struct net_device *ndev, bool ipv6,
 			    const u8 *sgid, const u8 *dgid, u16 sport, u8 tclass, u8 ttl,
-			    struct rroce_route *route, u8 **l3, u32 *l3_len)
+			    struct rroce_route *route, u32 gso_size, u32 gso_segs, u8 **l3,
+			    u32 *l3_len)
 {
 	struct net *net = dev_net(ndev);
 	struct dst_entry *dst;
@@ -387,6 +417,21 @@ int rroce_helper_tx_prepare(struct sk_buff *skb, struct net_device *ndev, bool i
 	udph->source = htons(sport);
 	udph->len = htons(skb->len);
 	udph->check = 0;
+	if (gso_segs > 1) {
+		skb_shinfo(skb)->gso_type = SKB_GSO_UDP_L4;
+		skb_shinfo(skb)->gso_size = gso_size;
+		skb_shinfo(skb)->gso_segs = gso_segs;
+		/* Each segment's UDP checksum is made where it is cut. */
+		skb->ip_summed = CHECKSUM_PARTIAL;
+		skb->csum_start = skb_transport_header(skb) - skb->head;
+		skb->csum_offset = offsetof(struct udphdr, check);
+		if (ipv6)
+			udph->check = ~udp_v6_check(skb->len, (const struct in6_addr *)sgid,
+						    (const struct in6_addr *)dgid, 0);
+		else
+			udph->check = ~udp_v4_check(skb->len, *(const __be32 *)(sgid + 12),
+						    *(const __be32 *)(dgid + 12), 0);
+	}
 
 	if (ipv6) {
 		struct ipv6hdr *ip6h;

@@ -74,13 +74,21 @@ struct sock *rroce_helper_udp_sock(struct net *net, bool ipv6, rroce_encap_rcv_f
 void rroce_helper_udp_sock_release(struct sock *sk);
 struct net *rroce_helper_dev_net(struct net_device *ndev);
 void rroce_helper_synchronize_rcu(void);
-/* Linearize a received skb; its netdev and network header..tail. */
-int rroce_helper_rx_skb(struct sk_buff *skb, struct net_device **ndev, u8 **l3, u32 *l3_len);
+/* Linearize a received skb; its netdev and network header..tail, and the
+ * segment size of a UDP GSO packet (0 for any other), whose data is then
+ * writable: the caller rewrites headers in place to walk its segments. */
+int rroce_helper_rx_skb(struct sk_buff *skb, struct net_device **ndev, u8 **l3, u32 *l3_len,
+			u32 *gso_size);
 void rroce_helper_kfree_skb(struct sk_buff *skb);
 void rroce_helper_consume_skb(struct sk_buff *skb);
 /* An skb with room for @ndev's link header and the IP and UDP headers in
  * front of @len bytes; skb->dev stays NULL until rroce_helper_tx_prepare(). */
 struct sk_buff *rroce_helper_tx_alloc(struct net_device *ndev, bool ipv6, u32 len, u8 **data);
+/* Shortens a new skb's data (from rroce_helper_tx_alloc()) to @len bytes. */
+void rroce_helper_skb_trim(struct sk_buff *skb, u32 len);
+/* The most bytes of UDP payload one UDP GSO packet out of @ndev may carry
+ * (0 if @ndev does not take SKB_GSO_UDP_L4). */
+u32 rroce_helper_netdev_gso_max(struct net_device *ndev);
 /* A connected QP's cached route (a struct dst_cache): looked up once, then
  * reused until the routing tables change (dst_check) or the QP's path does
  * (rroce_helper_route_cache_reset()). */
@@ -90,10 +98,15 @@ void rroce_helper_route_cache_free(struct rroce_route *r);
 void rroce_helper_route_cache_reset(struct rroce_route *r);
 /* Route out of @ndev (live for the call: the caller holds the RCU read lock
  * it found it under), through @route if not NULL, then push the UDP and IP
- * headers (as rdma_rxe's prepare4/6). Not with interrupts off. */
+ * headers (as rdma_rxe's prepare4/6). Not with interrupts off. With
+ * @gso_segs > 1 the skb is a UDP GSO packet of @gso_segs segments of
+ * @gso_size bytes (the last may be shorter): its UDP checksum is left to
+ * the segmentation (CHECKSUM_PARTIAL) and an IPv4 header reserves one
+ * identification per segment, counting up from the one it carries. */
 int rroce_helper_tx_prepare(struct sk_buff *skb, struct net_device *ndev, bool ipv6,
 			    const u8 *sgid, const u8 *dgid, u16 sport, u8 tclass, u8 ttl,
-			    struct rroce_route *route, u8 **l3, u32 *l3_len);
+			    struct rroce_route *route, u32 gso_size, u32 gso_segs, u8 **l3,
+			    u32 *l3_len);
 /* ip_local_out()/ip6_local_out(); consumes the skb. */
 int rroce_helper_tx_send(struct sk_buff *skb);
 /* Adds (or removes) the Ethernet multicast address of multicast GID @gid

@@ -64,6 +64,12 @@ selftest_suite!(
 );
 
 selftest_suite!(
+    rroce_engine_gso,
+    crate::engine::gso::selftest,
+    [headers, icrc_of_each_segment, walk, bounds,]
+);
+
+selftest_suite!(
     rroce_engine_psn,
     crate::engine::psn::selftest,
     [construction, wrap, diff, window, classify,]

@@ -59,7 +59,7 @@ impl TransportState {
             (c"recv_active", s.recv.active.into()),
             (c"write_active", s.write.active.into()),
             (c"resp_queued", self.resp_q.len() as u32),
-            (c"tx_queued", self.tx.len() as u32),
+            (c"tx_queued", self.tx_packets() as u32),
             (c"odp_pending", self.odp_pending().into()),
             (c"odp_failed", self.odp.failed().into()),
             // Requester events since RTS.

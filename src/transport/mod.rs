@@ -38,6 +38,7 @@ use crate::{
     cq::{Kind, RroceCq},
     dev::RroceDev,
     engine::{
+        icrc,
         psn::Psn,
         rc::{responder::RdTable, window::Window},
         wire::{self, Bth, Headers, Opcode},
@@ -450,20 +451,92 @@ impl Ctx<'_> {
         payload_len: usize,
         fill: impl FnOnce(&mut Self, &mut [u8]) -> Result<(), SgeError>,
     ) -> Result<bool, SgeError> {
+        self.queue_in_run(h, payload_len, 0, fill)
+    }
+
+    /// [`Self::queue`] for a packet of a message the caller queues `follow`
+    /// more packets of right after this one. The packet joins the GSO run
+    /// at the tail of the queue if it fits there (see [`Skb::append`]);
+    /// otherwise a full-size packet with only a BTH, out of a netdev that
+    /// takes UDP GSO, starts a run for itself and the packets that follow
+    /// (those of a stream's middle, and its last one, share its size or
+    /// are shorter).
+    fn queue_in_run(
+        &mut self,
+        h: &Headers,
+        payload_len: usize,
+        follow: u32,
+        fill: impl FnOnce(&mut Self, &mut [u8]) -> Result<(), SgeError>,
+    ) -> Result<bool, SgeError> {
         if self.ndev.is_null() {
             return Ok(false);
         }
         let Some(total) = wire::packet_len(h.bth.opcode, payload_len) else {
             return Ok(false);
         };
-        let ipv6 = matches!(
-            self.inner.attrs.av.map(|a| a.network),
-            Some(crate::ah::NetworkType::Ipv6)
-        );
-        let Some(mut skb) = skb::alloc(self.ndev, ipv6, total) else {
-            return Ok(false);
+        let joins = self
+            .inner
+            .tx
+            .last_mut()
+            .is_some_and(|l| l.append(total).is_some());
+        let mut skb = match joins.then(|| self.inner.tx.pop()).flatten() {
+            Some(run) => run,
+            None => {
+                let ipv6 = matches!(
+                    self.inner.attrs.av.map(|a| a.network),
+                    Some(crate::ah::NetworkType::Ipv6)
+                );
+                let full = payload_len == self.mtu() as usize
+                    && total == wire::BTH_LEN + payload_len + icrc::ICRC_LEN;
+                let room = if follow > 0 && full {
+                    // SAFETY: `ndev` is live: read from the device inside
+                    // the RCU read-side section the context holds.
+                    let max = unsafe { skb::gso_max(self.ndev) };
+                    max / total
+                } else {
+                    0
+                };
+                let pkts = (follow as usize).saturating_add(1).min(room);
+                let run = skb::alloc_gso(self.ndev, ipv6, total, pkts);
+                match run.or_else(|| skb::alloc(self.ndev, ipv6, total)) {
+                    Some(s) => s,
+                    None => return Ok(false),
+                }
+            }
         };
-        let buf = skb.buf();
+        let built = Self::write_packet(self, &mut skb, h, payload_len, total, fill);
+        if matches!(built, Ok(true)) {
+            skb.commit(total);
+        }
+        // A run goes back to the queue with whatever it held before; a new
+        // skb only if the packet was built. The vector has room for what
+        // was popped from it.
+        if (matches!(built, Ok(true)) || joins) && skb.packets() > 0 {
+            if self.inner.tx.push(skb, GFP_ATOMIC).is_err() {
+                return Ok(false);
+            }
+        }
+        built
+    }
+
+    /// Writes the packet of `h` into `skb` (its next GSO slot or its only
+    /// packet): headers, the payload `fill` writes, zeroed pad and ICRC.
+    fn write_packet(
+        &mut self,
+        skb: &mut skb::Skb,
+        h: &Headers,
+        payload_len: usize,
+        total: usize,
+        fill: impl FnOnce(&mut Self, &mut [u8]) -> Result<(), SgeError>,
+    ) -> Result<bool, SgeError> {
+        let buf = if skb.is_run() {
+            skb.append(total).unwrap_or_default()
+        } else {
+            skb.buf()
+        };
+        if buf.len() != total {
+            return Ok(false);
+        }
         let Ok(hdr) = wire::build_headers(h, payload_len, buf) else {
             return Ok(false);
         };
@@ -473,9 +546,6 @@ impl Ctx<'_> {
         fill(self, payload)?;
         if let Some(rest) = buf.get_mut(hdr + payload_len..) {
             rest.fill(0);
-        }
-        if self.inner.tx.push(skb, GFP_ATOMIC).is_err() {
-            return Ok(false);
         }
         Ok(true)
     }

@@ -399,7 +399,14 @@ impl Ctx<'_> {
             h.bth.ack_req = true;
         }
         let elem_k = k;
-        let r = self.queue(&h, n as usize, |ctx, buf| {
+        // The packets of this message after this one (a GSO run may carry
+        // them with it).
+        let follow = op
+            .len
+            .saturating_sub(off)
+            .saturating_sub(n)
+            .div_ceil(mtu.max(1));
+        let r = self.queue_in_run(&h, n as usize, follow, |ctx, buf| {
             let elem = ctx.shadow(elem_k);
             if op.inline {
                 let src = abi::SendWqe::payload(elem, op.len as usize).ok_or(SgeError::Len)?;

@@ -117,7 +117,8 @@ impl<'a> Ctx<'a> {
             });
         }
         let va = r.va.checked_add(u64::from(off));
-        let built = self.queue(&h, n as usize, |ctx, buf| {
+        let follow = r.npkts.saturating_sub(i).saturating_sub(1);
+        let built = self.queue_in_run(&h, n as usize, follow, |ctx, buf| {
             if buf.is_empty() {
                 return Ok(());
             }
@@ -149,7 +150,7 @@ impl<'a> Ctx<'a> {
     /// [`RESP_TX_CAP`] of the QP's packets wait to be sent; the rest stay
     /// queued for the work item.
     pub(crate) fn pump_responses(&mut self, mut budget: u32) {
-        while budget > 0 && self.inner.tx.len() < RESP_TX_CAP {
+        while budget > 0 && self.inner.tx_packets() < RESP_TX_CAP {
             let Some(item) = self.inner.resp_q.front() else {
                 return;
             };

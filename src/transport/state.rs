@@ -134,6 +134,13 @@ pub(crate) struct TransportState {
     pub(crate) tx_at: u32,
 }
 
+impl TransportState {
+    /// The packets waiting in `tx` (a GSO run holds several).
+    pub(crate) fn tx_packets(&self) -> usize {
+        self.tx.iter().map(|s| s.packets() as usize).sum()
+    }
+}
+
 /// What KUnit looks at.
 #[cfg(CONFIG_KUNIT)]
 impl TransportState {

@@ -122,6 +122,13 @@ dissected() {
 }
 check interop.wireshark_dissects_clean dissected
 check interop.icrc_and_opcodes_valid /usr/bin/python3 scripts/pcap-check.py "$CAP"
+# rroce sent runs of packets as UDP GSO packets (the veth takes them), and
+# every segment of every run checked above, as rdma_rxe took them.
+gso_runs() {
+	/usr/bin/python3 scripts/pcap-check.py "$CAP" | tail -1 | tee /dev/stderr |
+		grep -qE 'in [1-9][0-9]* UDP GSO packets'
+}
+check interop.rroce_sends_gso_runs gso_runs
 
 check interop.rroce_del ip netns exec ns0 rdma link del rroce0
 check interop.rxe_del ip netns exec ns1 rdma link del rxe1
