@@ -11,8 +11,7 @@
 //! its size, and (IPv4) the identification of the GSO packet plus `i`
 //! (the kernel's `inet_gso_segment` without a fixed ID). The ICRC covers
 //! those headers, so the sender writes each segment's ICRC over the
-//! headers [`segment_headers`] rebuilds, and a receiver walking a GSO
-//! packet itself rebuilds them the same way before checking it.
+//! headers [`segment_headers`] rebuilds.
 
 use super::icrc::{self, Crc32Fn, IcrcError, ICRC_LEN};
 
@@ -24,7 +23,7 @@ const BTH_LEN: usize = 12;
 /// The longest IP + UDP header of a RoCEv2 packet (IPv6).
 pub const MAX_HEADERS: usize = IPV6_HDR_LEN + UDP_HDR_LEN;
 
-/// Why a GSO packet's segments cannot be made or walked.
+/// Why a GSO packet's segment headers or ICRCs cannot be made.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum GsoError {
     /// Not an IPv4 header without options or an IPv6 header.
@@ -108,51 +107,6 @@ pub fn segment_headers(
     Ok(len)
 }
 
-/// Walks the segments of a received GSO packet `pkt` (IP header through
-/// the last segment, perhaps followed by padding; `seg`-byte segments):
-/// writes in front of each segment, in place, the IP and UDP headers it
-/// would carry as a packet of its own ([`segment_headers`]), over the
-/// tail of the segment before it (walked already), and hands `f` that
-/// packet, in order. Whether `f` returned `true` for any.
-pub fn walk_segments(
-    pkt: &mut [u8],
-    seg: usize,
-    mut f: impl FnMut(&[u8]) -> bool,
-) -> Result<bool, GsoError> {
-    let hl = headers_len(pkt)?;
-    let total = ip_total_len(pkt)?;
-    if total > pkt.len() || total < hl {
-        return Err(GsoError::Truncated);
-    }
-    let mut own = [0u8; MAX_HEADERS];
-    let hdr = own.get_mut(..hl).ok_or(GsoError::Truncated)?;
-    hdr.copy_from_slice(pkt.get(..hl).ok_or(GsoError::Truncated)?);
-    let payload = total - hl;
-    let n = segments(payload, seg).ok_or(GsoError::BadSegment)?;
-    let mut any = false;
-    for i in 0..n {
-        let r = segment_range(payload, seg, i).ok_or(GsoError::BadSegment)?;
-        let index = u16::try_from(i).map_err(|_| GsoError::BadSegment)?;
-        let end = hl.checked_add(r.end).ok_or(GsoError::Truncated)?;
-        let at = pkt
-            .get_mut(r.start..r.start + hl)
-            .ok_or(GsoError::Truncated)?;
-        segment_headers(hdr, index, r.len(), at)?;
-        any |= f(pkt.get(r.start..end).ok_or(GsoError::Truncated)?);
-    }
-    Ok(any)
-}
-
-/// The length the IP header of `l3` gives its packet (IPv4 total length,
-/// IPv6 payload length plus the header).
-fn ip_total_len(l3: &[u8]) -> Result<usize, GsoError> {
-    let v6 = headers_len(l3)? == IPV6_HDR_LEN + UDP_HDR_LEN;
-    let at = if v6 { 4 } else { 2 };
-    let b = l3.get(at..at + 2).ok_or(GsoError::Truncated)?;
-    let n = usize::from(u16::from_be_bytes([b[0], b[1]]));
-    Ok(if v6 { n + IPV6_HDR_LEN } else { n })
-}
-
 /// Writes `v` big-endian at `buf[at..at + 2]` (in bounds: callers pass
 /// offsets inside the headers they checked).
 fn put16(buf: &mut [u8], at: usize, v: u16) {
@@ -194,8 +148,7 @@ pub fn generate_icrc(hdrs: &[u8], seg: &mut [u8], f: Crc32Fn) -> Result<u32, Icr
 #[cfg(any(test, CONFIG_KUNIT))]
 pub mod selftest {
     use super::{
-        generate_icrc, headers_len, segment_headers, segment_range, segments, walk_segments,
-        GsoError, MAX_HEADERS,
+        generate_icrc, headers_len, segment_headers, segment_range, segments, GsoError, MAX_HEADERS,
     };
     use crate::engine::icrc;
 
@@ -330,61 +283,6 @@ pub mod selftest {
         Ok(())
     }
 
-    /// A GSO packet as the sender makes it (each segment's ICRC over its
-    /// own headers), walked as the receiver does: every segment comes out
-    /// as a packet of its own, in order, whose ICRC checks and whose
-    /// headers are the ones [`segment_headers`] gives; trailing padding is
-    /// not a segment; a truncated packet is refused before any segment.
-    pub fn walk() -> Result<(), &'static str> {
-        for v6 in [false, true] {
-            let mut buf = [0u8; 48 + 3 * SEG];
-            let total = gso_packet(v6, &mut buf);
-            let hl = headers_len(&buf).map_err(|_| "headers_len")?;
-            let payload = total - hl;
-            let mut want = [[0u8; MAX_HEADERS + SEG]; 3];
-            let mut want_len = [0usize; 3];
-            {
-                let (hdr, body) = buf.split_at_mut(hl);
-                for i in 0..3 {
-                    let r = segment_range(payload, SEG, i).ok_or("range")?;
-                    let mut h = [0u8; MAX_HEADERS];
-                    let n = segment_headers(hdr, i as u16, r.len(), &mut h).map_err(|_| "h")?;
-                    let seg = &mut body[r.clone()];
-                    generate_icrc(&h[..n], seg, icrc::crc32_le).map_err(|_| "generate")?;
-                    want[i][..n].copy_from_slice(&h[..n]);
-                    want[i][n..n + seg.len()].copy_from_slice(seg);
-                    want_len[i] = n + seg.len();
-                }
-            }
-            // Padding after the IP packet (as Ethernet adds to short
-            // frames) is not walked.
-            let mut got = 0usize;
-            let mut bad = None;
-            let r = walk_segments(&mut buf[..], SEG, |p| {
-                if got >= 3 || p != &want[got][..want_len[got]] || icrc::verify(p).is_err() {
-                    bad.get_or_insert(got);
-                }
-                got += 1;
-                got == 2
-            });
-            if r != Ok(true) || got != 3 || bad.is_some() {
-                return Err("walked segments differ from the packets they stand for");
-            }
-            let mut buf = [0u8; 48 + 3 * SEG];
-            let total = gso_packet(v6, &mut buf);
-            let mut calls = 0;
-            if walk_segments(&mut buf[..total - 1], SEG, |_| {
-                calls += 1;
-                true
-            }) != Err(GsoError::Truncated)
-                || calls != 0
-            {
-                return Err("a truncated GSO packet is walked");
-            }
-        }
-        Ok(())
-    }
-
     /// Segment arithmetic and what cannot be a segment.
     pub fn bounds() -> Result<(), &'static str> {
         if segments(100, 48) != Some(3) || segments(96, 48) != Some(2) || segments(1, 0).is_some() {
@@ -422,51 +320,10 @@ pub mod selftest {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use proptest::prelude::*;
-
-    proptest! {
-        /// Any bytes, any segment size: walking never panics, and a walk
-        /// that succeeds hands over each segment once, in order, as a
-        /// packet of its headers and exactly its bytes.
-        #[test]
-        fn walk_any_input(mut pkt in proptest::collection::vec(any::<u8>(), 0..600),
-                          v6 in any::<bool>(), seg in 0usize..200, len in 0usize..640) {
-            if let Some(b) = pkt.first_mut() {
-                *b = if v6 { 0x60 } else { 0x45 };
-            }
-            // Mostly a length that fits the buffer, so walks succeed too.
-            let (at, n) = if v6 { (4, len.saturating_sub(40)) } else { (2, len) };
-            if let Some(f) = pkt.get_mut(at..at + 2) {
-                f.copy_from_slice(&(n as u16).to_be_bytes());
-            }
-            let orig = pkt.clone();
-            let mut lens = Vec::new();
-            let r = walk_segments(&mut pkt, seg, |p| {
-                lens.push(p.len());
-                false
-            });
-            if r.is_err() {
-                prop_assert!(lens.is_empty() || r == Err(GsoError::BadSegment));
-            }
-            if r.is_ok() {
-                let hl = headers_len(&orig).unwrap();
-                let total = ip_total_len(&orig).unwrap();
-                let n = segments(total - hl, seg).unwrap();
-                prop_assert_eq!(lens.len(), n);
-                for (i, l) in lens.iter().enumerate() {
-                    prop_assert_eq!(*l, hl + segment_range(total - hl, seg, i).unwrap().len());
-                }
-                // Nothing past the IP packet changed.
-                prop_assert_eq!(&pkt[total..], &orig[total..]);
-            }
-        }
-    }
-
     #[test]
     fn selftests() {
         selftest::headers().unwrap();
         selftest::icrc_of_each_segment().unwrap();
-        selftest::walk().unwrap();
         selftest::bounds().unwrap();
     }
 }

@@ -8,7 +8,7 @@ use core::ptr::{null_mut, NonNull};
 use kernel::{ffi::c_int, prelude::*};
 
 use super::skb::{Received, Skb};
-use crate::{engine::gso, rdma::sys};
+use crate::rdma::sys;
 
 /// The UDP sockets of one network namespace.
 ///
@@ -65,32 +65,13 @@ unsafe extern "C" fn encap_rcv(_sk: *mut sys::sock, skb: *mut sys::sk_buff) -> c
 /// if a device took it (then it is consumed, not dropped: the device's
 /// counters record what it dropped); otherwise the skb is freed as a drop
 /// when the caller drops it.
-///
-/// A UDP GSO packet (many RoCEv2 packets of one size, as an rroce peer
-/// sends them over a veth) is walked segment by segment, each segment
-/// given its own headers in place ([`gso::walk_segments`]).
 fn receive(skb: &Skb) -> bool {
     let mut ndev = null_mut();
     let mut l3: *mut u8 = null_mut();
     let mut l3_len: u32 = 0;
-    let mut seg: u32 = 0;
     // SAFETY: we own the skb.
-    if unsafe { sys::rroce_helper_rx_skb(skb.as_ptr(), &mut ndev, &mut l3, &mut l3_len, &mut seg) }
-        != 0
-    {
+    if unsafe { sys::rroce_helper_rx_skb(skb.as_ptr(), &mut ndev, &mut l3, &mut l3_len) } != 0 {
         return false;
-    }
-    if seg != 0 {
-        // SAFETY: the linear packet from the network header to the tail,
-        // owned with the skb, which outlives this borrow, and writable
-        // (the helper unshared a GSO packet's data).
-        let pkt = unsafe { core::slice::from_raw_parts_mut(l3, l3_len as usize) };
-        return gso::walk_segments(pkt, seg as usize, |p| {
-            // SAFETY: as below.
-            let rx = unsafe { Received::new(p, ndev) };
-            crate::recv::receive(&rx)
-        })
-        .unwrap_or(false);
     }
     // SAFETY: the linear packet from the network header to the tail,
     // owned with the skb, which outlives this borrow.

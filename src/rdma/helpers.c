@@ -209,10 +209,6 @@ struct sock *rroce_helper_udp_sock(struct net *net, bool ipv6, rroce_encap_rcv_f
 	tnl_cfg.encap_type = 1;
 	tnl_cfg.encap_rcv = rcv;
 	setup_udp_tunnel_sock(net, sock->sk, &tnl_cfg);
-	/* UDP GSO packets (from an rroce peer on a veth, say) reach @rcv
-	 * whole, which walks their segments in place, instead of being cut
-	 * into one new skb per segment first. */
-	udp_set_bit(ACCEPT_L4, sock->sk);
 	return sock->sk;
 }
 
@@ -231,19 +227,10 @@ void rroce_helper_synchronize_rcu(void)
 	synchronize_rcu();
 }
 
-int rroce_helper_rx_skb(struct sk_buff *skb, struct net_device **ndev, u8 **l3, u32 *l3_len,
-			u32 *gso_size)
+int rroce_helper_rx_skb(struct sk_buff *skb, struct net_device **ndev, u8 **l3, u32 *l3_len)
 {
 	if (skb_linearize(skb))
 		return -ENOMEM;
-	*gso_size = 0;
-	if (skb_is_gso(skb) && (skb_shinfo(skb)->gso_type & SKB_GSO_UDP_L4)) {
-		/* Segment headers are rewritten in place: a clone (a packet
-		 * tap's) gets its own copy of the data first. */
-		if (skb_ensure_writable(skb, skb->len))
-			return -ENOMEM;
-		*gso_size = skb_shinfo(skb)->gso_size;
-	}
 	*ndev = skb->dev;
 	*l3 = skb_network_header(skb);
 	*l3_len = skb_tail_pointer(skb) - skb_network_header(skb);

@@ -74,11 +74,10 @@ struct sock *rroce_helper_udp_sock(struct net *net, bool ipv6, rroce_encap_rcv_f
 void rroce_helper_udp_sock_release(struct sock *sk);
 struct net *rroce_helper_dev_net(struct net_device *ndev);
 void rroce_helper_synchronize_rcu(void);
-/* Linearize a received skb; its netdev and network header..tail, and the
- * segment size of a UDP GSO packet (0 for any other), whose data is then
- * writable: the caller rewrites headers in place to walk its segments. */
-int rroce_helper_rx_skb(struct sk_buff *skb, struct net_device **ndev, u8 **l3, u32 *l3_len,
-			u32 *gso_size);
+/* Linearize a received skb; its netdev and network header..tail. (A UDP
+ * GSO packet reaches a tunnel socket cut into one skb per segment: the
+ * stack segments any that is not a tunnel's.) */
+int rroce_helper_rx_skb(struct sk_buff *skb, struct net_device **ndev, u8 **l3, u32 *l3_len);
 void rroce_helper_kfree_skb(struct sk_buff *skb);
 void rroce_helper_consume_skb(struct sk_buff *skb);
 /* An skb with room for @ndev's link header and the IP and UDP headers in
