@@ -83,6 +83,13 @@ wait_listen() {
 # check_retry NAME CMD...: like check, but a failure is retried once (for
 # two-process runs whose out-of-band TCP handshake or timing is at the
 # mercy of TCG). A pass on the retry says so in the check name's output.
+# perftest_row FILE: FILE (a perftest client's output) has its result
+# row: the message size, the iterations, then figures, which are "inf" or
+# "-nan" when perftest's clock calibration failed (t50-rc.sh says when).
+perftest_row() {
+	awk '/^ *[0-9]+ +[0-9]+ +([0-9.]+|inf|-?nan)/ { f = 1 } END { exit !f }' "$1"
+}
+
 check_retry() {
 	local name=$1 out
 	shift

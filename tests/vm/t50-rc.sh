@@ -91,8 +91,15 @@ perf() {
 	local killed=
 	{ [ $rc = 124 ] || [ $src = 124 ]; } && killed="perftest killed after $((90 * SLOW)) s"
 	[ $src = 0 ] || rc=1
-	# The result row starts with the message size.
-	awk '/^ *[0-9]+ +[0-9]+ +[0-9.]+/ { found = 1 } END { exit !found }' /tmp/perf.cli || rc=1
+	# The result row starts with the message size and the iterations. Its
+	# figures are "inf" when perftest's own clock calibration fails: its
+	# sampled cycle rate correlates with gettimeofday below r^2 0.9
+	# ("Correlation coefficient r^2: ... < 0.9"), which TCG's timing makes
+	# happen now and then (one calibration in 24 when the MTU 4096 pair
+	# below ran six times; twice in a row once made
+	# rc.ib_write_lat_mtu4096 fail). The transfer completed all the same,
+	# and the row is what this checks (perftest_row).
+	perftest_row /tmp/perf.cli || rc=1
 	[ $rc = 0 ] || tail -n 8 /tmp/perf.srv /tmp/perf.cli
 	[ -z "$killed" ] || echo "$killed"
 	return $rc
@@ -136,7 +143,7 @@ perf_cm() {
 	ip netns exec ns1 timeout $((90 * SLOW)) "$prog" -d rroce1 -F -R "$@" 192.0.2.1 >/tmp/perf.cli 2>&1
 	local rc=$?
 	wait $! || rc=1
-	awk '/^ *[0-9]+ +[0-9]+ +[0-9.]+/ { found = 1 } END { exit !found }' /tmp/perf.cli || rc=1
+	perftest_row /tmp/perf.cli || rc=1
 	[ $rc = 0 ] || tail -n 8 /tmp/perf.srv /tmp/perf.cli
 	return $rc
 }

@@ -37,7 +37,7 @@ run_pair() {
 	wait $srv || rc=1
 	case $prog in
 	ibv_*_pingpong) grep -q "bytes in" /tmp/io.cli || rc=1 ;;
-	*) awk '/^ *[0-9]+ +[0-9]+ +[0-9.]+/ { f = 1 } END { exit !f }' /tmp/io.cli || rc=1 ;;
+	*) perftest_row /tmp/io.cli || rc=1 ;;
 	esac
 	if [ $rc != 0 ]; then
 		grep -iE "fail|error|status|couldn" /tmp/io.srv | sed 's/^/server: /'
