@@ -83,6 +83,12 @@ if [ "$MODE" = profile ]; then
 	accel=$(cat "$RUN/accel" 2>/dev/null || echo unknown)
 	kver=$(cat "$RROCE_CACHE/src/VERSION" 2>/dev/null || echo unknown)
 	out=bench/results/$(date -u +%Y-%m-%d)-$kver-profile-$accel.md
+	# A later profile the same day keeps the earlier one: -2, -3, ...
+	n=2
+	while [ -e "$out" ]; do
+		out=bench/results/$(date -u +%Y-%m-%d)-$kver-profile-$accel-$n.md
+		n=$((n + 1))
+	done
 	# UML's call chains: a flame graph per driver beside the table.
 	svgs=
 	for d in rroce-send65536 rxe-send65536 rroce-write64 rxe-write64; do
