@@ -62,6 +62,19 @@ RUNNER=scripts/vm.sh
 if [ "$RROCE_UML" = 1 ]; then
 	RUNNER=scripts/uml.sh
 fi
+kver=$(cat "$RROCE_CACHE/src/VERSION" 2>/dev/null || echo unknown)
+# result_path WHAT: bench/results/DATE-KERNEL-WHAT.md, or, when a run
+# of the same day already wrote that, the first free -2, -3, ...
+result_path() {
+	local base out n=2
+	base=bench/results/$(date -u +%Y-%m-%d)-$kver-$1
+	out=$base.md
+	while [ -e "$out" ]; do
+		out=$base-$n.md
+		n=$((n + 1))
+	done
+	echo "$out"
+}
 kconf=$(for o in PROVE_LOCKING DEBUG_ATOMIC_SLEEP KUNIT CC_OPTIMIZE_FOR_PERFORMANCE CRC_OPTIMIZATIONS; do
 	if grep -q "^CONFIG_$o=y" "$B/.config"; then echo "$o=y"; else echo "$o=n"; fi
 done | paste -sd' ')
@@ -81,14 +94,7 @@ if [ "$MODE" = profile ]; then
 	fi
 	[ -s "$RUN/profile.txt" ] || die "the profile produced nothing (see $RUN)"
 	accel=$(cat "$RUN/accel" 2>/dev/null || echo unknown)
-	kver=$(cat "$RROCE_CACHE/src/VERSION" 2>/dev/null || echo unknown)
-	out=bench/results/$(date -u +%Y-%m-%d)-$kver-profile-$accel.md
-	# A later profile the same day keeps the earlier one: -2, -3, ...
-	n=2
-	while [ -e "$out" ]; do
-		out=bench/results/$(date -u +%Y-%m-%d)-$kver-profile-$accel-$n.md
-		n=$((n + 1))
-	done
+	out=$(result_path "profile-$accel")
 	# UML's call chains: a flame graph per driver beside the table.
 	svgs=
 	for d in rroce-send65536 rxe-send65536 rroce-write64 rxe-write64; do
@@ -120,18 +126,11 @@ $RUNNER --timeout "${RROCE_BENCH_TIMEOUT:-3600}" 'bash tests/bench/guest.sh' | t
 [ -s "$RUN/bench.csv" ] || die "the benchmark produced no results (see $RUN)"
 accel=$(cat "$RUN/accel" 2>/dev/null || echo unknown)
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
-kver=$(cat "$RROCE_CACHE/src/VERSION" 2>/dev/null || echo unknown)
 kind=test
 [ "$RROCE_BENCH" = 0 ] || kind=bench
 [ "$RROCE_UML" = 0 ] || kind=uml
 gcpu=$(cat "$RUN/guest-cpu" 2>/dev/null || echo unknown)
-out=bench/results/$(date -u +%Y-%m-%d)-$kver-$kind-$accel.md
-# A later run the same day keeps the earlier table: -2, -3, ...
-n=2
-while [ -e "$out" ]; do
-	out=bench/results/$(date -u +%Y-%m-%d)-$kver-$kind-$accel-$n.md
-	n=$((n + 1))
-done
+out=$(result_path "$kind-$accel")
 /usr/bin/python3 scripts/bench-table.py "$RUN/bench.csv" \
 	"$kver, $kind kernel ($kconf)" "$cpu; guest CPU: $gcpu" "$accel" | tee "$out"
 echo "written to $out"

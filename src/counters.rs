@@ -90,7 +90,12 @@ pub(crate) struct Counters([AtomicU64; COUNT]);
 impl Counters {
     /// Counts one `c`.
     pub(crate) fn inc(&self, c: Counter) {
-        self.0[c as usize].fetch_add(1, Ordering::Relaxed);
+        self.add(c, 1);
+    }
+
+    /// Counts `n` of `c` (the packets of a GSO run, say).
+    pub(crate) fn add(&self, c: Counter, n: u64) {
+        self.0[c as usize].fetch_add(n, Ordering::Relaxed);
     }
 
     /// The value of counter number `i`.

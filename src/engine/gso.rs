@@ -13,12 +13,10 @@
 //! those headers, so the sender writes each segment's ICRC over the
 //! headers [`segment_headers`] rebuilds.
 
-use super::icrc::{self, Crc32Fn, IcrcError, ICRC_LEN};
-
-const IPV4_HDR_LEN: usize = 20;
-const IPV6_HDR_LEN: usize = 40;
-const UDP_HDR_LEN: usize = 8;
-const BTH_LEN: usize = 12;
+use super::icrc::{
+    self, Crc32Fn, IcrcError, BTH_LEN, ICRC_LEN, IPV4_HDR_LEN, IPV6_HDR_LEN, MAX_PSEUDO_LEN,
+    UDP_HDR_LEN,
+};
 
 /// The longest IP + UDP header of a RoCEv2 packet (IPv6).
 pub const MAX_HEADERS: usize = IPV6_HDR_LEN + UDP_HDR_LEN;
@@ -48,15 +46,6 @@ pub fn headers_len(l3: &[u8]) -> Result<usize, GsoError> {
         return Err(GsoError::Truncated);
     }
     Ok(len)
-}
-
-/// How many segments of `seg` bytes (the last one shorter) `payload` bytes
-/// of UDP payload make; `None` for a zero `seg`.
-pub const fn segments(payload: usize, seg: usize) -> Option<usize> {
-    if seg == 0 {
-        return None;
-    }
-    Some(payload.div_ceil(seg))
 }
 
 /// The byte range of segment `index` within `payload` bytes of UDP payload
@@ -121,7 +110,7 @@ fn put16(buf: &mut [u8], at: usize, v: u16) {
 /// the ICRC of the packet the segment becomes.
 pub fn generate_icrc(hdrs: &[u8], seg: &mut [u8], f: Crc32Fn) -> Result<u32, IcrcError> {
     let len = hdrs.len();
-    let mut pseudo = [0u8; MAX_HEADERS + BTH_LEN];
+    let mut pseudo = [0u8; MAX_PSEUDO_LEN];
     let truncated = IcrcError::Truncated {
         needed: BTH_LEN + ICRC_LEN,
         len: seg.len(),
@@ -132,7 +121,7 @@ pub fn generate_icrc(hdrs: &[u8], seg: &mut [u8], f: Crc32Fn) -> Result<u32, Icr
         .get_mut(..len + BTH_LEN)
         .ok_or(IcrcError::Truncated {
             needed: len + BTH_LEN,
-            len: MAX_HEADERS + BTH_LEN,
+            len: MAX_PSEUDO_LEN,
         })?;
     head[..len].copy_from_slice(hdrs);
     head[len..].copy_from_slice(bth);
@@ -148,7 +137,7 @@ pub fn generate_icrc(hdrs: &[u8], seg: &mut [u8], f: Crc32Fn) -> Result<u32, Icr
 #[cfg(any(test, CONFIG_KUNIT))]
 pub mod selftest {
     use super::{
-        generate_icrc, headers_len, segment_headers, segment_range, segments, GsoError, MAX_HEADERS,
+        generate_icrc, headers_len, segment_headers, segment_range, GsoError, MAX_HEADERS,
     };
     use crate::engine::icrc;
 
@@ -285,9 +274,6 @@ pub mod selftest {
 
     /// Segment arithmetic and what cannot be a segment.
     pub fn bounds() -> Result<(), &'static str> {
-        if segments(100, 48) != Some(3) || segments(96, 48) != Some(2) || segments(1, 0).is_some() {
-            return Err("segments");
-        }
         if segment_range(100, 48, 2) != Some(96..100) || segment_range(96, 48, 2).is_some() {
             return Err("segment_range");
         }

@@ -42,17 +42,17 @@ pub const ICRC_SEED: u32 = 0xdebb_20e3;
 const POLY: u32 = 0xedb8_8320;
 
 /// Length of an IPv4 header without options.
-const IPV4_HDR_LEN: usize = 20;
+pub(super) const IPV4_HDR_LEN: usize = 20;
 /// Length of the fixed IPv6 header.
-const IPV6_HDR_LEN: usize = 40;
+pub(super) const IPV6_HDR_LEN: usize = 40;
 /// Length of the UDP header.
-const UDP_HDR_LEN: usize = 8;
+pub(super) const UDP_HDR_LEN: usize = 8;
 /// Length of the base transport header.
-const BTH_LEN: usize = 12;
+pub(super) const BTH_LEN: usize = 12;
 /// IP protocol number of UDP.
 const IPPROTO_UDP: u8 = 17;
 /// Longest pseudo header: IPv6 + UDP + BTH.
-const MAX_PSEUDO_LEN: usize = IPV6_HDR_LEN + UDP_HDR_LEN + BTH_LEN;
+pub(super) const MAX_PSEUDO_LEN: usize = IPV6_HDR_LEN + UDP_HDR_LEN + BTH_LEN;
 
 /// Why an ICRC could not be computed or did not match.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -41,8 +41,14 @@ struct Run {
     used: usize,
     /// Packets held.
     pkts: u32,
-    /// Whether another packet may join (the last one was a full segment).
-    open: bool,
+}
+
+impl Run {
+    /// Whether another packet may join a GSO run: every packet in it is a
+    /// full segment (a shorter one ends the run).
+    fn open(&self) -> bool {
+        self.used.checked_rem(self.seg) == Some(0)
+    }
 }
 
 // SAFETY: an owned skb may be sent and freed from any context.
@@ -78,7 +84,6 @@ impl Skb {
                 seg: 0,
                 used: 0,
                 pkts: 1,
-                open: false,
             },
         }
     }
@@ -123,7 +128,7 @@ impl Skb {
     /// skb has room. Nothing joins before [`Skb::commit`].
     pub(crate) fn append(&mut self, len: usize) -> Option<&mut [u8]> {
         let g = self.gso;
-        if self.data.is_null() || g.seg == 0 || !g.open || len > g.seg || len == 0 {
+        if self.data.is_null() || !g.open() || len > g.seg || len == 0 {
             return None;
         }
         let end = g.used.checked_add(len)?;
@@ -140,10 +145,9 @@ impl Skb {
     pub(crate) fn commit(&mut self, len: usize) {
         let g = &mut self.gso;
         match g.used.checked_add(len) {
-            Some(end) if g.seg != 0 && g.open && len <= g.seg && end <= self.cap => {
+            Some(end) if g.open() && len <= g.seg && end <= self.cap => {
                 g.used = end;
                 g.pkts = g.pkts.saturating_add(1);
-                g.open = len == g.seg;
             }
             _ => {}
         }
@@ -228,9 +232,7 @@ impl Skb {
         }
         let skb = self.skb.as_ptr();
         core::mem::forget(self);
-        for _ in 0..segs {
-            counters.inc(Counter::SentPkts);
-        }
+        counters.add(Counter::SentPkts, u64::from(segs));
         // SAFETY: consumes the skb, whatever the result; its netdev is
         // live (above).
         let _ = unsafe { sys::rroce_helper_tx_send(skb) };
@@ -276,7 +278,6 @@ pub(crate) fn alloc(ndev: *mut sys::net_device, ipv6: bool, len: usize) -> Optio
             seg: 0,
             used: len,
             pkts: 1,
-            open: false,
         },
     })
 }
@@ -305,7 +306,6 @@ pub(crate) fn alloc_gso(
             seg,
             used: 0,
             pkts: 0,
-            open: true,
         },
     })
 }
