@@ -2,6 +2,11 @@
 
 //! Many RoCEv2 packets in one UDP GSO packet (`SKB_GSO_UDP_L4`).
 //!
+//! (rroce sends a run as a frag list, `SKB_GSO_FRAGLIST`: the first packet
+//! in the skb, each other one in an skb of its own, so that segmentation
+//! copies no payload. Its bytes, and what segmentation makes of them, are
+//! those described here.)
+//!
 //! A GSO packet is one IP and UDP header followed by segments, each a
 //! whole RoCEv2 packet (BTH through ICRC) of the segment size but the last,
 //! which may be shorter. The IP stack goes through it once; whoever
@@ -46,16 +51,6 @@ pub fn headers_len(l3: &[u8]) -> Result<usize, GsoError> {
         return Err(GsoError::Truncated);
     }
     Ok(len)
-}
-
-/// The byte range of segment `index` within `payload` bytes of UDP payload
-/// cut into `seg`-byte segments; `None` past the last one.
-pub fn segment_range(payload: usize, seg: usize, index: usize) -> Option<core::ops::Range<usize>> {
-    let start = index.checked_mul(seg)?;
-    if start >= payload {
-        return None;
-    }
-    Some(start..payload.min(start.checked_add(seg)?))
 }
 
 /// Writes into `out` the IP and UDP headers segment `index` of `seg_len`
@@ -136,12 +131,21 @@ pub fn generate_icrc(hdrs: &[u8], seg: &mut [u8], f: Crc32Fn) -> Result<u32, Icr
 /// KUnit.
 #[cfg(any(test, CONFIG_KUNIT))]
 pub mod selftest {
-    use super::{
-        generate_icrc, headers_len, segment_headers, segment_range, GsoError, MAX_HEADERS,
-    };
+    use super::{generate_icrc, headers_len, segment_headers, GsoError, MAX_HEADERS};
     use crate::engine::icrc;
 
     const SEG: usize = 48;
+
+    /// The byte range of segment `index` within `payload` bytes of UDP
+    /// payload cut into `seg`-byte segments (as a capture shows a run);
+    /// `None` past the last one.
+    fn segment_range(payload: usize, seg: usize, index: usize) -> Option<core::ops::Range<usize>> {
+        let start = index.checked_mul(seg)?;
+        if start >= payload {
+            return None;
+        }
+        Some(start..payload.min(start.checked_add(seg)?))
+    }
 
     /// An IPv4 (or IPv6) GSO packet of three segments of a RoCEv2 SEND
     /// middle stream (the last 20 bytes shorter), each segment's BTH PSN

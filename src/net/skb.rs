@@ -18,37 +18,42 @@ use crate::{
 ///
 /// A new one holds one RoCEv2 packet ([`alloc`]) or, out of a netdev that
 /// takes UDP GSO, a run of packets of one size (the last may be shorter)
-/// that the IP stack carries as one ([`alloc_gso`], [`Skb::append`]).
+/// that the IP stack carries as one ([`alloc_gso`], [`Skb::append`]): the
+/// first packet in the skb's own data, each other one an skb of its frag
+/// list, so that cutting the run into packets again copies no payload.
 ///
 /// # Invariants
 ///
 /// `skb` points at an skb nobody else owns; `data` is null (a received
 /// packet) or points at `cap` bytes of its linear data, owned with it.
-/// `gso.used <= cap`; for a single packet (`gso.seg == 0`) `used == cap`.
+/// `pending` is null or an skb nobody else owns either, with `pending_len`
+/// bytes of data. `run.tail` is null or the last skb of `skb`'s frag list.
 pub(crate) struct Skb {
     skb: NonNull<sys::sk_buff>,
     data: *mut u8,
     cap: usize,
-    gso: Run,
+    run: Run,
+    pending: *mut sys::sk_buff,
+    pending_len: usize,
 }
 
 /// The packets a new skb holds.
 #[derive(Clone, Copy)]
 struct Run {
-    /// The segment size of a GSO run; 0 for a single packet.
+    /// The segment size of a GSO run (its first packet's length); 0 for a
+    /// single packet.
     seg: usize,
-    /// Bytes holding packets, from the start of the data.
-    used: usize,
     /// Packets held.
     pkts: u32,
-}
-
-impl Run {
-    /// Whether another packet may join a GSO run: every packet in it is a
-    /// full segment (a shorter one ends the run).
-    fn open(&self) -> bool {
-        self.used.checked_rem(self.seg) == Some(0)
-    }
+    /// The most packets the run may hold.
+    max: u32,
+    /// Whether another packet may join: every packet so far is a full
+    /// segment (a shorter one ends the run).
+    open: bool,
+    /// Whether its packets go over IPv6.
+    ipv6: bool,
+    /// The last skb of the frag list (null: none yet).
+    tail: *mut sys::sk_buff,
 }
 
 // SAFETY: an owned skb may be sent and freed from any context.
@@ -56,19 +61,31 @@ unsafe impl Send for Skb {}
 
 impl Drop for Skb {
     fn drop(&mut self) {
-        // SAFETY: owned (type invariant).
+        if !self.pending.is_null() {
+            // SAFETY: owned, not chained (type invariant).
+            unsafe { sys::rroce_helper_kfree_skb(self.pending) };
+        }
+        // SAFETY: owned (type invariant); its frag list goes with it.
         unsafe { sys::rroce_helper_kfree_skb(self.skb.as_ptr()) };
     }
 }
 
 /// The most packets one GSO run carries.
 pub(crate) const GSO_MAX_PKTS: usize = 32;
-/// The most bytes of packets one GSO run carries: with the headers and the
-/// skb's shared info, its data stays within 16 KiB (an order-2 allocation;
-/// 15 packets at MTU 1024, 3 at MTU 4096).
-pub(crate) const GSO_MAX_BYTES: usize = 15 * 1040;
 
 impl Skb {
+    /// An owned skb holding `cap` bytes at `data`, as `run` says.
+    fn new(skb: NonNull<sys::sk_buff>, data: *mut u8, cap: usize, run: Run) -> Self {
+        Skb {
+            skb,
+            data,
+            cap,
+            run,
+            pending: null_mut(),
+            pending_len: 0,
+        }
+    }
+
     /// Takes ownership of `skb`, a received packet.
     ///
     /// # Safety
@@ -76,16 +93,7 @@ impl Skb {
     /// Nobody else owns `skb` (the stack handed it over).
     pub(super) unsafe fn from_received(skb: NonNull<sys::sk_buff>) -> Self {
         // INVARIANT: owned per the caller; no packet bytes borrowed.
-        Skb {
-            skb,
-            data: null_mut(),
-            cap: 0,
-            gso: Run {
-                seg: 0,
-                used: 0,
-                pkts: 1,
-            },
-        }
+        Skb::new(skb, null_mut(), 0, Run::single(false))
     }
 
     /// Frees a received packet that was used: `consume_skb`, which the
@@ -93,7 +101,8 @@ impl Skb {
     pub(super) fn consume(self) {
         let skb = self.skb.as_ptr();
         core::mem::forget(self);
-        // SAFETY: owned (type invariant); `self` is forgotten, so freed once.
+        // SAFETY: owned (type invariant); `self` is forgotten, so freed
+        // once (a received packet has no pending one).
         unsafe { sys::rroce_helper_consume_skb(skb) };
     }
 
@@ -104,18 +113,18 @@ impl Skb {
 
     /// The RoCEv2 packets it holds.
     pub(crate) fn packets(&self) -> u32 {
-        self.gso.pkts
+        self.run.pkts
     }
 
     /// Whether it is a GSO run (from [`alloc_gso`]).
     pub(crate) fn is_run(&self) -> bool {
-        self.gso.seg != 0
+        self.run.seg != 0
     }
 
     /// The packet bytes (BTH through ICRC) of a new single-packet skb from
     /// [`alloc`]; empty for a GSO run (see [`Skb::append`]).
     pub(crate) fn buf(&mut self) -> &mut [u8] {
-        if self.data.is_null() || self.gso.seg != 0 {
+        if self.data.is_null() || self.run.seg != 0 {
             return &mut [];
         }
         // SAFETY: `cap` bytes at `data` are ours (type invariant),
@@ -123,33 +132,75 @@ impl Skb {
         unsafe { core::slice::from_raw_parts_mut(self.data, self.cap) }
     }
 
-    /// Room for one more packet of `len` bytes at the end of a GSO run:
-    /// `None` unless the run is open, `len` fits its segment size and the
-    /// skb has room. Nothing joins before [`Skb::commit`].
-    pub(crate) fn append(&mut self, len: usize) -> Option<&mut [u8]> {
-        let g = self.gso;
-        if self.data.is_null() || !g.open() || len > g.seg || len == 0 {
+    /// Whether one more packet of `len` bytes may join this GSO run: it is
+    /// open and not full, and `len` is its segment size (or, past the
+    /// first packet, shorter).
+    pub(crate) fn can_append(&self, len: usize) -> bool {
+        let r = &self.run;
+        r.seg != 0
+            && r.open
+            && r.pkts < r.max
+            && len != 0
+            && (len == r.seg || (r.pkts > 0 && len < r.seg))
+    }
+
+    /// Room for one more packet of `len` bytes at the end of a GSO run
+    /// ([`Skb::can_append`]): the run's own data for its first packet, a
+    /// new skb from `ndev` for the others; `None` if it may not join or
+    /// without memory. Nothing joins before [`Skb::commit`].
+    ///
+    /// `ndev` is null or the live netdev the run was allocated for (as
+    /// [`alloc`]).
+    pub(crate) fn append(&mut self, ndev: *mut sys::net_device, len: usize) -> Option<&mut [u8]> {
+        if !self.can_append(len) || self.data.is_null() {
             return None;
         }
-        let end = g.used.checked_add(len)?;
-        if end > self.cap {
-            return None;
+        if self.run.pkts == 0 {
+            if len != self.cap {
+                return None;
+            }
+            // SAFETY: `cap` bytes at `data` are ours (type invariant),
+            // borrowed mutably through `self`.
+            return Some(unsafe { core::slice::from_raw_parts_mut(self.data, len) });
         }
-        // SAFETY: `used..end` is within the `cap` bytes at `data` that are
-        // ours (type invariant), borrowed mutably through `self`.
-        Some(unsafe { core::slice::from_raw_parts_mut(self.data.add(g.used), len) })
+        if !self.pending.is_null() {
+            // SAFETY: owned, not chained (type invariant).
+            unsafe { sys::rroce_helper_kfree_skb(self.pending) };
+            self.pending = null_mut();
+        }
+        let (skb, data) = alloc_raw(ndev, self.run.ipv6, len)?;
+        // INVARIANT: a new skb of ours with `len` bytes at `data`.
+        self.pending = skb.as_ptr();
+        self.pending_len = len;
+        // SAFETY: as just said, borrowed mutably through `self`.
+        Some(unsafe { core::slice::from_raw_parts_mut(data, len) })
     }
 
     /// The packet written into [`Skb::append`]'s `len` bytes joins the run;
     /// one shorter than the segment size ends it.
     pub(crate) fn commit(&mut self, len: usize) {
-        let g = &mut self.gso;
-        match g.used.checked_add(len) {
-            Some(end) if g.open() && len <= g.seg && end <= self.cap => {
-                g.used = end;
-                g.pkts = g.pkts.saturating_add(1);
+        if !self.can_append(len) {
+            return;
+        }
+        if self.run.pkts == 0 {
+            if len == self.cap {
+                self.run.pkts = 1;
             }
-            _ => {}
+            return;
+        }
+        if self.pending.is_null() || len != self.pending_len {
+            return;
+        }
+        // SAFETY: both ours (type invariant); `tail` is null or the last
+        // of the head's frag list, which the pending skb joins (so it is
+        // owned with the head from now on).
+        unsafe { sys::rroce_helper_run_chain(self.skb.as_ptr(), self.run.tail, self.pending) };
+        // INVARIANT: the chained skb is the frag list's last.
+        self.run.tail = self.pending;
+        self.pending = null_mut();
+        self.run.pkts = self.run.pkts.saturating_add(1);
+        if len < self.run.seg {
+            self.run.open = false;
         }
     }
 
@@ -179,14 +230,9 @@ impl Skb {
             counters.inc(Counter::NoRoute);
             return Err(ENODEV);
         }
-        let g = self.gso;
+        let g = self.run;
         if g.pkts == 0 {
             return Err(EINVAL);
-        }
-        if g.seg != 0 {
-            let used = u32::try_from(g.used).map_err(|_| EINVAL)?;
-            // SAFETY: we own the skb; `used` is at most its data length.
-            unsafe { sys::rroce_helper_skb_trim(self.skb.as_ptr(), used) };
         }
         let segs = if g.seg != 0 && g.pkts > 1 { g.pkts } else { 1 };
         let seg = u32::try_from(g.seg).map_err(|_| EINVAL)?;
@@ -226,36 +272,62 @@ impl Skb {
         let pkt = unsafe { core::slice::from_raw_parts_mut(l3, l3_len as usize) };
         let f = crate::rdma::icrc_crc32();
         if segs > 1 {
-            write_segment_icrcs(pkt, g.seg, segs, f)?;
+            self.write_segment_icrcs(pkt, f)?;
         } else if icrc::generate_using(pkt, f).is_err() {
             return Err(EINVAL);
         }
         let skb = self.skb.as_ptr();
+        let pending = self.pending;
         core::mem::forget(self);
+        if !pending.is_null() {
+            // SAFETY: owned, not chained (type invariant of the forgotten
+            // `self`), freed once.
+            unsafe { sys::rroce_helper_kfree_skb(pending) };
+        }
         counters.add(Counter::SentPkts, u64::from(segs));
         // SAFETY: consumes the skb, whatever the result; its netdev is
         // live (above).
         let _ = unsafe { sys::rroce_helper_tx_send(skb) };
         Ok(())
     }
+
+    /// Writes the ICRC of each packet of a GSO run whose first packet,
+    /// after its IP and UDP headers, is `pkt` (the linear data from the
+    /// network header), each for the headers segmentation gives it: the
+    /// first packet's, with its own lengths and (IPv4) the run's
+    /// identification plus its index.
+    fn write_segment_icrcs(&self, pkt: &mut [u8], f: icrc::Crc32Fn) -> Result {
+        let hl = gso::headers_len(pkt).map_err(|_| EINVAL)?;
+        let (hdr, first) = pkt.split_at_mut(hl);
+        segment_icrc(hdr, 0, first, f)?;
+        let mut next: *mut sys::sk_buff = null_mut();
+        for i in 1..self.run.pkts {
+            let mut data: *mut u8 = null_mut();
+            let mut len: u32 = 0;
+            // SAFETY: the head is ours (type invariant) and `next` null or
+            // a skb of its frag list.
+            next =
+                unsafe { sys::rroce_helper_run_next(self.skb.as_ptr(), next, &mut data, &mut len) };
+            if next.is_null() {
+                return Err(EINVAL);
+            }
+            // SAFETY: the packet of a frag list skb we own with the head,
+            // not otherwise borrowed.
+            let body = unsafe { core::slice::from_raw_parts_mut(data, len as usize) };
+            segment_icrc(hdr, i, body, f)?;
+        }
+        Ok(())
+    }
 }
 
-/// Writes the ICRC of each of the `segs` segments of `seg` bytes of the
-/// GSO packet `pkt` (IP header through the last segment).
-fn write_segment_icrcs(pkt: &mut [u8], seg: usize, segs: u32, f: icrc::Crc32Fn) -> Result {
-    let hl = gso::headers_len(pkt).map_err(|_| EINVAL)?;
-    let (hdr, body) = pkt.split_at_mut(hl);
-    let payload = body.len();
-    for i in 0..segs {
-        let idx = usize::try_from(i).map_err(|_| EINVAL)?;
-        let r = gso::segment_range(payload, seg, idx).ok_or(EINVAL)?;
-        let mut h = [0u8; gso::MAX_HEADERS];
-        let id = u16::try_from(i).map_err(|_| EINVAL)?;
-        let n = gso::segment_headers(hdr, id, r.len(), &mut h).map_err(|_| EINVAL)?;
-        let s = body.get_mut(r).ok_or(EINVAL)?;
-        let hs = h.get(..n).ok_or(EINVAL)?;
-        gso::generate_icrc(hs, s, f).map_err(|_| EINVAL)?;
-    }
+/// Writes the ICRC of segment `i`, the packet `body`, of a GSO packet
+/// whose IP and UDP headers are `hdr`.
+fn segment_icrc(hdr: &[u8], i: u32, body: &mut [u8], f: icrc::Crc32Fn) -> Result {
+    let mut h = [0u8; gso::MAX_HEADERS];
+    let id = u16::try_from(i).map_err(|_| EINVAL)?;
+    let n = gso::segment_headers(hdr, id, body.len(), &mut h).map_err(|_| EINVAL)?;
+    let hs = h.get(..n).ok_or(EINVAL)?;
+    gso::generate_icrc(hs, body, f).map_err(|_| EINVAL)?;
     Ok(())
 }
 
@@ -270,16 +342,7 @@ pub(crate) fn alloc(ndev: *mut sys::net_device, ipv6: bool, len: usize) -> Optio
     let (skb, data) = alloc_raw(ndev, ipv6, len)?;
     // INVARIANT: the helper put `len` bytes at `data`, owned with the skb;
     // a single packet uses them all.
-    Some(Skb {
-        skb,
-        data,
-        cap: len,
-        gso: Run {
-            seg: 0,
-            used: len,
-            pkts: 1,
-        },
-    })
+    Some(Skb::new(skb, data, len, Run::single(ipv6)))
 }
 
 /// Allocates an empty GSO run for up to `pkts` packets of `seg` bytes
@@ -291,23 +354,40 @@ pub(crate) fn alloc_gso(
     seg: usize,
     pkts: usize,
 ) -> Option<Skb> {
-    let pkts = pkts.min(GSO_MAX_PKTS).min(GSO_MAX_BYTES.checked_div(seg)?);
-    if pkts < 2 {
+    let max = u32::try_from(pkts.min(GSO_MAX_PKTS)).ok()?;
+    if max < 2 || seg == 0 {
         return None;
     }
-    let cap = seg.checked_mul(pkts)?;
-    let (skb, data) = alloc_raw(ndev, ipv6, cap)?;
-    // INVARIANT: `cap` bytes at `data`, owned with the skb, none used yet.
-    Some(Skb {
+    let (skb, data) = alloc_raw(ndev, ipv6, seg)?;
+    // INVARIANT: `seg` bytes at `data` for the first packet, owned with
+    // the skb; no frag list yet.
+    Some(Skb::new(
         skb,
         data,
-        cap,
-        gso: Run {
+        seg,
+        Run {
             seg,
-            used: 0,
             pkts: 0,
+            max,
+            open: true,
+            ipv6,
+            tail: null_mut(),
         },
-    })
+    ))
+}
+
+impl Run {
+    /// A single packet.
+    fn single(ipv6: bool) -> Self {
+        Run {
+            seg: 0,
+            pkts: 1,
+            max: 1,
+            open: false,
+            ipv6,
+            tail: null_mut(),
+        }
+    }
 }
 
 /// An skb with `len` bytes of data for `ndev` (see [`alloc`]).
@@ -390,4 +470,72 @@ impl<'a> Received<'a> {
 pub(crate) unsafe fn net_of(ndev: *mut sys::net_device) -> usize {
     // SAFETY: live per the caller.
     unsafe { sys::rroce_helper_dev_net(ndev) as usize }
+}
+
+/// Checks run by KUnit.
+#[cfg(CONFIG_KUNIT)]
+pub(crate) mod selftest {
+    use super::{alloc_gso, null_mut, sys};
+
+    /// A GSO run holds its first packet in its own data and chains each
+    /// other one, in order, as an skb of its frag list; its first packet
+    /// is a full segment, a shorter one ends it, and it holds at most the
+    /// packets it was made for.
+    pub(crate) fn run_chain() -> Result<(), &'static str> {
+        // SAFETY: init_net's loopback netdev lives as long as the kernel.
+        let lo = unsafe { sys::rroce_helper_init_net_loopback() };
+        let mut run = alloc_gso(lo, false, 64, 4).ok_or("alloc_gso")?;
+        if run.packets() != 0 || !run.is_run() {
+            return Err("a new run holds no packet");
+        }
+        if run.can_append(40) || run.append(lo, 40).is_some() {
+            return Err("a run starts with a full segment");
+        }
+        for (i, len) in [(1u8, 64usize), (2, 64), (3, 40)] {
+            let buf = run.append(lo, len).ok_or("append")?;
+            if buf.len() != len {
+                return Err("append gave the wrong room");
+            }
+            buf.fill(i);
+            run.commit(len);
+        }
+        if run.packets() != 3 || run.can_append(64) || run.can_append(8) {
+            return Err("a shorter packet ends the run");
+        }
+        // An appended packet never committed is freed with the run.
+        let _ = run.append(lo, 8);
+        let mut next = null_mut();
+        for (i, want) in [(2u8, 64u32), (3, 40)] {
+            let mut data: *mut u8 = null_mut();
+            let mut len: u32 = 0;
+            // SAFETY: the run owns its head, `next` is null or in its list.
+            next = unsafe { sys::rroce_helper_run_next(run.as_ptr(), next, &mut data, &mut len) };
+            if next.is_null() || len != want {
+                return Err("the frag list holds the later packets, in order");
+            }
+            // SAFETY: `len` bytes of a frag list skb the run owns.
+            let bytes = unsafe { core::slice::from_raw_parts(data, len as usize) };
+            if bytes.iter().any(|b| *b != i) {
+                return Err("a chained packet lost its bytes");
+            }
+        }
+        let (mut data, mut len) = (null_mut(), 0u32);
+        // SAFETY: as above.
+        if !unsafe { sys::rroce_helper_run_next(run.as_ptr(), next, &mut data, &mut len) }.is_null()
+        {
+            return Err("the frag list ends after the last packet");
+        }
+        let mut full = alloc_gso(lo, false, 64, 2).ok_or("alloc_gso")?;
+        for _ in 0..2 {
+            full.append(lo, 64).ok_or("append")?.fill(0);
+            full.commit(64);
+        }
+        if full.packets() != 2 || full.can_append(64) {
+            return Err("a run holds at most the packets it was made for");
+        }
+        if alloc_gso(lo, false, 64, 1).is_some() {
+            return Err("a run of one packet");
+        }
+        Ok(())
+    }
 }

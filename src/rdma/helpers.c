@@ -263,9 +263,53 @@ struct sk_buff *rroce_helper_tx_alloc(struct net_device *ndev, bool ipv6, u32 le
 	return skb;
 }
 
-void rroce_helper_skb_trim(struct sk_buff *skb, u32 len)
+void rroce_helper_run_chain(struct sk_buff *head, struct sk_buff *tail, struct sk_buff *pkt)
 {
-	skb_trim(skb, len);
+	if (tail)
+		tail->next = pkt;
+	else
+		skb_shinfo(head)->frag_list = pkt;
+	pkt->next = NULL;
+	head->len += pkt->len;
+	head->data_len += pkt->len;
+	head->truesize += pkt->truesize;
+}
+
+struct sk_buff *rroce_helper_run_next(struct sk_buff *head, struct sk_buff *skb, u8 **data,
+				      u32 *len)
+{
+	skb = skb ? skb->next : skb_shinfo(head)->frag_list;
+	if (skb) {
+		*data = skb->data;
+		*len = skb->len;
+	}
+	return skb;
+}
+
+/* Gives each packet of @head's frag list the IP and UDP headers in front of
+ * it that skb_segment_list() expects (as UDP GRO leaves them): a copy of
+ * @head's, lengths its own, data left at the packet. */
+static void rroce_run_headers(struct sk_buff *head, bool ipv6)
+{
+	unsigned int hlen = skb_transport_offset(head) + sizeof(struct udphdr);
+	unsigned int iph = skb_network_offset(head);
+	struct sk_buff *nskb;
+
+	skb_walk_frags(head, nskb) {
+		struct udphdr *uh;
+
+		__skb_push(nskb, hlen - iph);
+		skb_copy_to_linear_data(nskb, skb_network_header(head), hlen - iph);
+		skb_reset_network_header(nskb);
+		skb_set_transport_header(nskb, skb_transport_offset(head) - iph);
+		uh = udp_hdr(nskb);
+		uh->len = htons(nskb->len - skb_transport_offset(nskb));
+		if (ipv6)
+			ipv6_hdr(nskb)->payload_len = uh->len;
+		else
+			ip_hdr(nskb)->tot_len = htons(nskb->len);
+		__skb_pull(nskb, hlen - iph);
+	}
 }
 
 u32 rroce_helper_netdev_gso_max(struct net_device *ndev)
@@ -386,6 +430,10 @@ int rroce_helper_tx_prepare(struct sk_buff *skb, struct net_device *ndev, bool i
 	struct dst_entry *dst;
 	struct udphdr *udph;
 
+	/* A run's first packet is the skb's own data, the others its frag
+	 * list (before the route: nothing to give back yet). */
+	if (gso_segs > 1 && (!skb_has_frag_list(skb) || skb_headlen(skb) != gso_size))
+		return -EINVAL;
 	skb->dev = ndev;
 
 	if (ipv6)
@@ -405,19 +453,13 @@ int rroce_helper_tx_prepare(struct sk_buff *skb, struct net_device *ndev, bool i
 	udph->len = htons(skb->len);
 	udph->check = 0;
 	if (gso_segs > 1) {
-		skb_shinfo(skb)->gso_type = SKB_GSO_UDP_L4;
+		skb_shinfo(skb)->gso_type = SKB_GSO_UDP_L4 | SKB_GSO_FRAGLIST;
 		skb_shinfo(skb)->gso_size = gso_size;
 		skb_shinfo(skb)->gso_segs = gso_segs;
-		/* Each segment's UDP checksum is made where it is cut. */
-		skb->ip_summed = CHECKSUM_PARTIAL;
-		skb->csum_start = skb_transport_header(skb) - skb->head;
-		skb->csum_offset = offsetof(struct udphdr, check);
-		if (ipv6)
-			udph->check = ~udp_v6_check(skb->len, (const struct in6_addr *)sgid,
-						    (const struct in6_addr *)dgid, 0);
-		else
-			udph->check = ~udp_v4_check(skb->len, *(const __be32 *)(sgid + 12),
-						    *(const __be32 *)(dgid + 12), 0);
+		/* No UDP checksum, as for a single packet (the ICRC covers the
+		 * packet); UNNECESSARY, not NONE: on output the same, and the
+		 * segmentation's checks accept it. */
+		skb->ip_summed = CHECKSUM_UNNECESSARY;
 	}
 
 	if (ipv6) {
@@ -459,8 +501,10 @@ int rroce_helper_tx_prepare(struct sk_buff *skb, struct net_device *ndev, bool i
 		/* ip_local_out() fills in the header checksum after the ICRC,
 		 * which masks it. */
 	}
+	if (gso_segs > 1)
+		rroce_run_headers(skb, ipv6);
 	*l3 = skb_network_header(skb);
-	*l3_len = skb->len;
+	*l3_len = skb_tail_pointer(skb) - skb_network_header(skb);
 	return 0;
 }
 

@@ -83,8 +83,13 @@ void rroce_helper_consume_skb(struct sk_buff *skb);
 /* An skb with room for @ndev's link header and the IP and UDP headers in
  * front of @len bytes; skb->dev stays NULL until rroce_helper_tx_prepare(). */
 struct sk_buff *rroce_helper_tx_alloc(struct net_device *ndev, bool ipv6, u32 len, u8 **data);
-/* Shortens a new skb's data (from rroce_helper_tx_alloc()) to @len bytes. */
-void rroce_helper_skb_trim(struct sk_buff *skb, u32 len);
+/* Appends @pkt, a new packet from rroce_helper_tx_alloc(), to the frag list
+ * of @head, another, after @tail (NULL: @pkt is the first one there). */
+void rroce_helper_run_chain(struct sk_buff *head, struct sk_buff *tail, struct sk_buff *pkt);
+/* The skb after @skb in a frag list (NULL at the end); @skb NULL: the first
+ * in @head's. Its packet is @len bytes at the returned @data. */
+struct sk_buff *rroce_helper_run_next(struct sk_buff *head, struct sk_buff *skb, u8 **data,
+				      u32 *len);
 /* The most bytes of UDP payload one UDP GSO packet out of @ndev may carry
  * (0 if @ndev does not take SKB_GSO_UDP_L4). */
 u32 rroce_helper_netdev_gso_max(struct net_device *ndev);
@@ -98,10 +103,13 @@ void rroce_helper_route_cache_reset(struct rroce_route *r);
 /* Route out of @ndev (live for the call: the caller holds the RCU read lock
  * it found it under), through @route if not NULL, then push the UDP and IP
  * headers (as rdma_rxe's prepare4/6). Not with interrupts off. With
- * @gso_segs > 1 the skb is a UDP GSO packet of @gso_segs segments of
- * @gso_size bytes (the last may be shorter): its UDP checksum is left to
- * the segmentation (CHECKSUM_PARTIAL) and an IPv4 header reserves one
- * identification per segment, counting up from the one it carries. */
+ * @gso_segs > 1 the skb is a UDP GSO packet of @gso_segs segments, its
+ * first packet (@gso_size bytes) linear and the others each an skb of its
+ * frag list (rroce_helper_run_chain()), so that segmentation unlinks them
+ * without copying (SKB_GSO_FRAGLIST): each gets IP and UDP headers of its
+ * own in its headroom, and an IPv4 header reserves one identification per
+ * segment, counting up from the one it carries. @l3 and @l3_len: the
+ * linear data from the network header. */
 int rroce_helper_tx_prepare(struct sk_buff *skb, struct net_device *ndev, bool ipv6,
 			    const u8 *sgid, const u8 *dgid, u16 sport, u8 tclass, u8 ttl,
 			    struct rroce_route *route, u32 gso_size, u32 gso_segs, u8 **l3,

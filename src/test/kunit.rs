@@ -218,6 +218,11 @@ mod objects {
     fn mr_access_rules() -> Result {
         run("mr_access_rules", crate::mr::selftest::access_rules())
     }
+
+    #[test]
+    fn skb_gso_run_chain() -> Result {
+        run("skb_gso_run_chain", crate::net::skb::selftest::run_chain())
+    }
 }
 
 // In-kernel consumer conformance (NDKPI rules a kernel ULP can observe),

@@ -478,7 +478,7 @@ impl Ctx<'_> {
             .inner
             .tx
             .last_mut()
-            .is_some_and(|l| l.append(total).is_some());
+            .is_some_and(|l| l.can_append(total));
         let mut skb = match joins.then(|| self.inner.tx.pop()).flatten() {
             Some(run) => run,
             None => {
@@ -530,7 +530,7 @@ impl Ctx<'_> {
         fill: impl FnOnce(&mut Self, &mut [u8]) -> Result<(), SgeError>,
     ) -> Result<bool, SgeError> {
         let buf = if skb.is_run() {
-            skb.append(total).unwrap_or_default()
+            skb.append(self.ndev, total).unwrap_or_default()
         } else {
             skb.buf()
         };
