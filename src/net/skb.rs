@@ -71,7 +71,7 @@ impl Drop for Skb {
 }
 
 /// The most packets one GSO run carries.
-pub(crate) const GSO_MAX_PKTS: usize = 32;
+const GSO_MAX_PKTS: usize = 32;
 
 impl Skb {
     /// An owned skb holding `cap` bytes at `data`, as `run` says.
@@ -295,38 +295,63 @@ impl Skb {
     /// after its IP and UDP headers, is `pkt` (the linear data from the
     /// network header), each for the headers segmentation gives it: the
     /// first packet's, with its own lengths and (IPv4) the run's
-    /// identification plus its index.
+    /// identification plus its index ([`gso::segment_headers`]). Those
+    /// headers are also written in front of each later packet, where the
+    /// segmentation of a frag list expects them: one walk of the list, one
+    /// source of the headers on the wire.
     fn write_segment_icrcs(&self, pkt: &mut [u8], f: icrc::Crc32Fn) -> Result {
         let hl = gso::headers_len(pkt).map_err(|_| EINVAL)?;
+        let room = u32::try_from(hl).map_err(|_| EINVAL)?;
         let (hdr, first) = pkt.split_at_mut(hl);
-        segment_icrc(hdr, 0, first, f)?;
+        segment_icrc(hdr, 0, first, None, f)?;
         let mut next: *mut sys::sk_buff = null_mut();
         for i in 1..self.run.pkts {
+            let mut at: *mut u8 = null_mut();
             let mut data: *mut u8 = null_mut();
             let mut len: u32 = 0;
             // SAFETY: the head is ours (type invariant) and `next` null or
             // a skb of its frag list.
-            next =
-                unsafe { sys::rroce_helper_run_next(self.skb.as_ptr(), next, &mut data, &mut len) };
-            if next.is_null() {
+            next = unsafe {
+                sys::rroce_helper_run_next(
+                    self.skb.as_ptr(),
+                    next,
+                    room,
+                    &mut at,
+                    &mut data,
+                    &mut len,
+                )
+            };
+            if next.is_null() || at.is_null() {
                 return Err(EINVAL);
             }
             // SAFETY: the packet of a frag list skb we own with the head,
             // not otherwise borrowed.
             let body = unsafe { core::slice::from_raw_parts_mut(data, len as usize) };
-            segment_icrc(hdr, i, body, f)?;
+            // SAFETY: the `hl` bytes of its headroom just in front of
+            // `data` (the helper checked the headroom), so apart from
+            // `body`; owned with it.
+            let out = unsafe { core::slice::from_raw_parts_mut(at, hl) };
+            segment_icrc(hdr, i, body, Some(out), f)?;
         }
         Ok(())
     }
 }
 
 /// Writes the ICRC of segment `i`, the packet `body`, of a GSO packet
-/// whose IP and UDP headers are `hdr`.
-fn segment_icrc(hdr: &[u8], i: u32, body: &mut [u8], f: icrc::Crc32Fn) -> Result {
+/// whose IP and UDP headers are `hdr`, for the headers segmentation gives
+/// it; with `out`, writes those headers there too.
+fn segment_icrc(
+    hdr: &[u8],
+    i: u32,
+    body: &mut [u8],
+    out: Option<&mut [u8]>,
+    f: icrc::Crc32Fn,
+) -> Result {
     let mut h = [0u8; gso::MAX_HEADERS];
     let id = u16::try_from(i).map_err(|_| EINVAL)?;
-    let n = gso::segment_headers(hdr, id, body.len(), &mut h).map_err(|_| EINVAL)?;
-    let hs = h.get(..n).ok_or(EINVAL)?;
+    let out = out.unwrap_or(&mut h[..]);
+    let n = gso::segment_headers(hdr, id, body.len(), out).map_err(|_| EINVAL)?;
+    let hs = out.get(..n).ok_or(EINVAL)?;
     gso::generate_icrc(hs, body, f).map_err(|_| EINVAL)?;
     Ok(())
 }
@@ -505,11 +530,22 @@ pub(crate) mod selftest {
         // An appended packet never committed is freed with the run.
         let _ = run.append(lo, 8);
         let mut next = null_mut();
-        for (i, want) in [(2u8, 64u32), (3, 40)] {
-            let mut data: *mut u8 = null_mut();
-            let mut len: u32 = 0;
+        // IPv4 and UDP headers: room in front of each later packet.
+        const ROOM: u32 = 28;
+        for (i, want, room) in [(2u8, 64u32, ROOM), (3, 40, 0)] {
+            let (mut at, mut data, mut len) = (null_mut(), null_mut(), 0u32);
             // SAFETY: the run owns its head, `next` is null or in its list.
-            next = unsafe { sys::rroce_helper_run_next(run.as_ptr(), next, &mut data, &mut len) };
+            next = unsafe {
+                sys::rroce_helper_run_next(run.as_ptr(), next, room, &mut at, &mut data, &mut len)
+            };
+            let placed = if room == 0 {
+                at.is_null()
+            } else {
+                !at.is_null() && at.wrapping_add(ROOM as usize) == data
+            };
+            if !placed {
+                return Err("the header room is just in front of the packet, if asked for");
+            }
             if next.is_null() || len != want {
                 return Err("the frag list holds the later packets, in order");
             }
@@ -519,9 +555,12 @@ pub(crate) mod selftest {
                 return Err("a chained packet lost its bytes");
             }
         }
-        let (mut data, mut len) = (null_mut(), 0u32);
+        let (mut at, mut data, mut len) = (null_mut(), null_mut(), 0u32);
         // SAFETY: as above.
-        if !unsafe { sys::rroce_helper_run_next(run.as_ptr(), next, &mut data, &mut len) }.is_null()
+        if !unsafe {
+            sys::rroce_helper_run_next(run.as_ptr(), next, 0, &mut at, &mut data, &mut len)
+        }
+        .is_null()
         {
             return Err("the frag list ends after the last packet");
         }

@@ -275,41 +275,24 @@ void rroce_helper_run_chain(struct sk_buff *head, struct sk_buff *tail, struct s
 	head->truesize += pkt->truesize;
 }
 
-struct sk_buff *rroce_helper_run_next(struct sk_buff *head, struct sk_buff *skb, u8 **data,
-				      u32 *len)
+struct sk_buff *rroce_helper_run_next(struct sk_buff *head, struct sk_buff *skb, u32 hdr_room,
+				      u8 **hdr, u8 **data, u32 *len)
 {
 	skb = skb ? skb->next : skb_shinfo(head)->frag_list;
-	if (skb) {
-		*data = skb->data;
-		*len = skb->len;
+	*hdr = NULL;
+	if (!skb)
+		return NULL;
+	*data = skb->data;
+	*len = skb->len;
+	/* The packet's IP and UDP headers go in the @hdr_room bytes in front
+	 * of it (where UDP GRO leaves them and skb_segment_list() expects
+	 * them); the caller writes them. */
+	if (hdr_room >= sizeof(struct udphdr) && skb_headroom(skb) >= hdr_room) {
+		skb_set_network_header(skb, -(int)hdr_room);
+		skb_set_transport_header(skb, -(int)sizeof(struct udphdr));
+		*hdr = skb_network_header(skb);
 	}
 	return skb;
-}
-
-/* Gives each packet of @head's frag list the IP and UDP headers in front of
- * it that skb_segment_list() expects (as UDP GRO leaves them): a copy of
- * @head's, lengths its own, data left at the packet. */
-static void rroce_run_headers(struct sk_buff *head, bool ipv6)
-{
-	unsigned int hlen = skb_transport_offset(head) + sizeof(struct udphdr);
-	unsigned int iph = skb_network_offset(head);
-	struct sk_buff *nskb;
-
-	skb_walk_frags(head, nskb) {
-		struct udphdr *uh;
-
-		__skb_push(nskb, hlen - iph);
-		skb_copy_to_linear_data(nskb, skb_network_header(head), hlen - iph);
-		skb_reset_network_header(nskb);
-		skb_set_transport_header(nskb, skb_transport_offset(head) - iph);
-		uh = udp_hdr(nskb);
-		uh->len = htons(nskb->len - skb_transport_offset(nskb));
-		if (ipv6)
-			ipv6_hdr(nskb)->payload_len = uh->len;
-		else
-			ip_hdr(nskb)->tot_len = htons(nskb->len);
-		__skb_pull(nskb, hlen - iph);
-	}
 }
 
 u32 rroce_helper_netdev_gso_max(struct net_device *ndev)
@@ -501,8 +484,6 @@ int rroce_helper_tx_prepare(struct sk_buff *skb, struct net_device *ndev, bool i
 		/* ip_local_out() fills in the header checksum after the ICRC,
 		 * which masks it. */
 	}
-	if (gso_segs > 1)
-		rroce_run_headers(skb, ipv6);
 	*l3 = skb_network_header(skb);
 	*l3_len = skb_tail_pointer(skb) - skb_network_header(skb);
 	return 0;

@@ -87,9 +87,12 @@ struct sk_buff *rroce_helper_tx_alloc(struct net_device *ndev, bool ipv6, u32 le
  * of @head, another, after @tail (NULL: @pkt is the first one there). */
 void rroce_helper_run_chain(struct sk_buff *head, struct sk_buff *tail, struct sk_buff *pkt);
 /* The skb after @skb in a frag list (NULL at the end); @skb NULL: the first
- * in @head's. Its packet is @len bytes at the returned @data. */
-struct sk_buff *rroce_helper_run_next(struct sk_buff *head, struct sk_buff *skb, u8 **data,
-				      u32 *len);
+ * in @head's. Its packet is @len bytes at the returned @data. With
+ * @hdr_room (the IP and UDP headers' length) and that much headroom, its
+ * network and transport headers are set in the headroom, @hdr pointing at
+ * the @hdr_room bytes for the caller to write; otherwise @hdr is NULL. */
+struct sk_buff *rroce_helper_run_next(struct sk_buff *head, struct sk_buff *skb, u32 hdr_room,
+				      u8 **hdr, u8 **data, u32 *len);
 /* The most bytes of UDP payload one UDP GSO packet out of @ndev may carry
  * (0 if @ndev does not take SKB_GSO_UDP_L4). */
 u32 rroce_helper_netdev_gso_max(struct net_device *ndev);
