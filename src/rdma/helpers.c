@@ -482,7 +482,10 @@ int rroce_helper_tx_prepare(struct sk_buff *skb, struct net_device *ndev, bool i
 		iph->ttl = ttl;
 		__ip_select_ident(net, iph, skb_shinfo(skb)->gso_segs ?: 1);
 		/* ip_local_out() fills in the header checksum after the ICRC,
-		 * which masks it. */
+		 * which masks it; until then it reads as zero, not as whatever
+		 * the headroom held (the ICRC and each GSO segment's headers
+		 * are computed from a copy of this header). */
+		iph->check = 0;
 	}
 	*l3 = skb_network_header(skb);
 	*l3_len = skb_tail_pointer(skb) - skb_network_header(skb);
