@@ -61,10 +61,7 @@ unsafe impl Send for Skb {}
 
 impl Drop for Skb {
     fn drop(&mut self) {
-        if !self.pending.is_null() {
-            // SAFETY: owned, not chained (type invariant).
-            unsafe { sys::rroce_helper_kfree_skb(self.pending) };
-        }
+        self.free_pending();
         // SAFETY: owned (type invariant); its frag list goes with it.
         unsafe { sys::rroce_helper_kfree_skb(self.skb.as_ptr()) };
     }
@@ -83,6 +80,16 @@ impl Skb {
             run,
             pending: null_mut(),
             pending_len: 0,
+        }
+    }
+
+    /// Frees the packet appended but not committed, if any.
+    fn free_pending(&mut self) {
+        if !self.pending.is_null() {
+            // SAFETY: owned, not chained (type invariant); cleared, so
+            // freed once.
+            unsafe { sys::rroce_helper_kfree_skb(self.pending) };
+            self.pending = null_mut();
         }
     }
 
@@ -163,11 +170,7 @@ impl Skb {
             // borrowed mutably through `self`.
             return Some(unsafe { core::slice::from_raw_parts_mut(self.data, len) });
         }
-        if !self.pending.is_null() {
-            // SAFETY: owned, not chained (type invariant).
-            unsafe { sys::rroce_helper_kfree_skb(self.pending) };
-            self.pending = null_mut();
-        }
+        self.free_pending();
         let (skb, data) = alloc_raw(ndev, self.run.ipv6, len)?;
         // INVARIANT: a new skb of ours with `len` bytes at `data`.
         self.pending = skb.as_ptr();
@@ -218,7 +221,7 @@ impl Skb {
     /// `route` is null or a QP's route cache, valid for the call, whose
     /// entries are routes to `av` (reset whenever the QP's path changes).
     pub(crate) fn send(
-        self,
+        mut self,
         ndev: *mut sys::net_device,
         _rcu: &kernel::sync::rcu::Guard,
         av: &AddressVector,
@@ -276,14 +279,9 @@ impl Skb {
         } else if icrc::generate_using(pkt, f).is_err() {
             return Err(EINVAL);
         }
+        self.free_pending();
         let skb = self.skb.as_ptr();
-        let pending = self.pending;
         core::mem::forget(self);
-        if !pending.is_null() {
-            // SAFETY: owned, not chained (type invariant of the forgotten
-            // `self`), freed once.
-            unsafe { sys::rroce_helper_kfree_skb(pending) };
-        }
         counters.add(Counter::SentPkts, u64::from(segs));
         // SAFETY: consumes the skb, whatever the result; its netdev is
         // live (above).

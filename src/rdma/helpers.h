@@ -109,8 +109,9 @@ void rroce_helper_route_cache_reset(struct rroce_route *r);
  * @gso_segs > 1 the skb is a UDP GSO packet of @gso_segs segments, its
  * first packet (@gso_size bytes) linear and the others each an skb of its
  * frag list (rroce_helper_run_chain()), so that segmentation unlinks them
- * without copying (SKB_GSO_FRAGLIST): each gets IP and UDP headers of its
- * own in its headroom, and an IPv4 header reserves one identification per
+ * without copying (SKB_GSO_FRAGLIST; the caller writes each one's IP and
+ * UDP headers in its headroom, rroce_helper_run_next()), and an IPv4
+ * header reserves one identification per
  * segment, counting up from the one it carries. @l3 and @l3_len: the
  * linear data from the network header. */
 int rroce_helper_tx_prepare(struct sk_buff *skb, struct net_device *ndev, bool ipv6,
