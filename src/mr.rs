@@ -429,6 +429,22 @@ impl<'g> MrRef<'g> {
         .map_err(|_| AccessError::Bounds)
     }
 
+    /// Copies the pieces of `data` (a received payload) into the MR from
+    /// `va` on.
+    pub(crate) fn write_scatter(
+        &self,
+        va: u64,
+        data: crate::engine::scatter::Scatter<'_>,
+    ) -> Result<(), AccessError> {
+        if let Some(d) = data.contiguous() {
+            return self.write(va, d);
+        }
+        data.try_for_each(|off, piece| {
+            let at = va.checked_add(off as u64).ok_or(AccessError::Bounds)?;
+            self.write(at, piece)
+        })
+    }
+
     /// Fills `buf` from the MR at `va`.
     pub(crate) fn read(&self, va: u64, buf: &mut [u8]) -> Result<(), AccessError> {
         match &self.mr.mem {

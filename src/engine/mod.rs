@@ -20,5 +20,6 @@ pub mod notify;
 pub mod psn;
 pub mod rc;
 pub mod ring;
+pub mod scatter;
 pub mod srq;
 pub mod wire;

@@ -41,6 +41,7 @@ selftest_suite!(
     crate::engine::wire::selftest,
     [
         round_trip_all_opcodes,
+        parses_in_pieces,
         header_lengths,
         decode_known_packet,
         aeth_syndromes,
@@ -60,6 +61,7 @@ selftest_suite!(
         masking,
         generate_and_reject,
         rxe_captured,
+        verifies_in_pieces,
     ]
 );
 
@@ -67,6 +69,12 @@ selftest_suite!(
     rroce_engine_gso,
     crate::engine::gso::selftest,
     [headers, icrc_of_each_segment, bounds,]
+);
+
+selftest_suite!(
+    rroce_engine_scatter,
+    crate::engine::scatter::selftest,
+    [windows_match_contiguous, helpers,]
 );
 
 selftest_suite!(

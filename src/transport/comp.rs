@@ -333,7 +333,7 @@ impl Ctx<'_> {
             op.num_sge,
             (off, data.len() as u32),
             sys::ib_access_flags_IB_ACCESS_LOCAL_WRITE,
-            |mr, va, r| mr.write(va, data.get(r).ok_or(AccessError::Bounds)?),
+            |mr, va, r| mr.write_scatter(va, data.range(r).ok_or(AccessError::Bounds)?),
         );
         if let Err(SgeError::Absent(f)) = r {
             if self.odp_absent_response(f) {

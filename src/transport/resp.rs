@@ -451,7 +451,7 @@ impl<'a> Ctx<'a> {
                 r.num_sge,
                 (r.off, data.len() as u32),
                 sys::ib_access_flags_IB_ACCESS_LOCAL_WRITE,
-                |mr, va, rg| mr.write(va, data.get(rg).ok_or(AccessError::Bounds)?),
+                |mr, va, rg| mr.write_scatter(va, data.range(rg).ok_or(AccessError::Bounds)?),
             )
         };
         if let Err(SgeError::Absent(f)) = scattered {
@@ -589,7 +589,7 @@ impl<'a> Ctx<'a> {
                 // The rest of the WRITE (`left` counts this packet), checked
                 // against the MR at its first packet.
                 Some(mr) => (
-                    mr.write(w.va, data),
+                    mr.write_scatter(w.va, data),
                     Some(mr.fault(w.va, w.left.clamp(n, FAULT_AHEAD.max(n)), true)),
                 ),
                 None => (Err(AccessError::Key), None),

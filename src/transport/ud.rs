@@ -232,12 +232,12 @@ impl Ctx<'_> {
                     if b <= g {
                         mr.write(va, grh.get(a..b).ok_or(AccessError::Bounds)?)
                     } else if a >= g {
-                        mr.write(va, data.get(a - g..b - g).ok_or(AccessError::Bounds)?)
+                        mr.write_scatter(va, data.range(a - g..b - g).ok_or(AccessError::Bounds)?)
                     } else {
-                        mr.write(va, &grh[a..])?;
-                        mr.write(
+                        mr.write(va, grh.get(a..).ok_or(AccessError::Bounds)?)?;
+                        mr.write_scatter(
                             va + (g - a) as u64,
-                            data.get(..b - g).ok_or(AccessError::Bounds)?,
+                            data.take(b - g).ok_or(AccessError::Bounds)?,
                         )
                     }
                 },

@@ -7,6 +7,7 @@
 use super::headers::{decode_ext, encode_ext, Reader, Writer, OPTIONAL_EXTS};
 use super::*;
 use crate::engine::icrc::ICRC_LEN;
+use crate::engine::scatter::Scatter;
 use core::fmt;
 
 /// Why [`parse`] rejected a packet.
@@ -62,6 +63,12 @@ pub enum ParseError {
     },
     /// Reserved AETH syndrome.
     BadSyndrome(u8),
+    /// The headers do not lie in the packet's first piece (see
+    /// [`parse_scatter`]).
+    SplitHeaders {
+        /// Bytes of headers the opcode calls for.
+        hdr_len: usize,
+    },
 }
 
 impl fmt::Display for ParseError {
@@ -93,6 +100,9 @@ impl fmt::Display for ParseError {
                 write!(f, "{opcode} payload of {len} bytes breaks path MTU {mtu}")
             }
             Self::BadSyndrome(s) => write!(f, "reserved AETH syndrome {s:#04x}"),
+            Self::SplitHeaders { hdr_len } => {
+                write!(f, "the {hdr_len} bytes of headers are not in one piece")
+            }
         }
     }
 }
@@ -166,13 +176,14 @@ pub const fn packet_len(opcode: Opcode, payload_len: usize) -> Option<usize> {
 }
 
 /// A received packet, validated by [`parse`]. Borrows the buffer it was
-/// parsed from; nothing is copied but the (small) decoded headers.
+/// parsed from; nothing is copied but the (small) decoded headers and the
+/// ICRC trailer. Its payload may lie in pieces ([`parse_scatter`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Packet<'a> {
     headers: Headers,
     header_bytes: &'a [u8],
-    payload: &'a [u8],
-    pad: &'a [u8],
+    payload: Scatter<'a>,
+    pad: Scatter<'a>,
     icrc: [u8; ICRC_LEN],
 }
 
@@ -208,12 +219,12 @@ impl<'a> Packet<'a> {
     }
 
     /// The payload, without pad.
-    pub const fn payload(&self) -> &'a [u8] {
+    pub const fn payload(&self) -> Scatter<'a> {
         self.payload
     }
 
     /// The pad bytes between the payload and the ICRC.
-    pub const fn pad_bytes(&self) -> &'a [u8] {
+    pub const fn pad_bytes(&self) -> Scatter<'a> {
         self.pad
     }
 
@@ -290,18 +301,35 @@ fn check_mtu(info: &OpInfo, len: usize, mtu: u32) -> Result<(), ParseError> {
 ///
 /// The ICRC itself is not checked here; see [`crate::engine::icrc::verify`].
 pub fn parse(buf: &[u8], path_mtu: Option<u32>) -> Result<Packet<'_>, ParseError> {
+    parse_scatter(Scatter::from_slice(buf), path_mtu)
+}
+
+/// [`parse`], for a packet held in pieces: its headers (the BTH and the
+/// extension headers its opcode calls for) must lie in the first piece,
+/// the payload, pad and ICRC may lie anywhere.
+pub fn parse_scatter(buf: Scatter<'_>, path_mtu: Option<u32>) -> Result<Packet<'_>, ParseError> {
     let len = buf.len();
     let too_short = |needed| ParseError::TooShort { len, needed };
-    let (body, icrc) = buf
-        .split_last_chunk::<ICRC_LEN>()
+    let body_len = len
+        .checked_sub(ICRC_LEN)
+        .ok_or(too_short(BTH_LEN + ICRC_LEN))?;
+    let (body, trailer) = buf
+        .split_at(body_len)
+        .ok_or(too_short(BTH_LEN + ICRC_LEN))?;
+    let icrc = trailer
+        .to_array::<ICRC_LEN>()
         .ok_or(too_short(BTH_LEN + ICRC_LEN))?;
     let bth_bytes = body
-        .first_chunk::<BTH_LEN>()
+        .take(BTH_LEN)
+        .and_then(|b| b.to_array::<BTH_LEN>())
         .ok_or(too_short(BTH_LEN + ICRC_LEN))?;
-    let bth = Bth::decode(*bth_bytes)?;
+    let bth = Bth::decode(bth_bytes)?;
     let info = bth.opcode.info();
     let short = too_short(info.hdr_len + ICRC_LEN);
-    let (header_bytes, data) = body.split_at_checked(info.hdr_len).ok_or(short)?;
+    let (header_bytes, data) = body.split_at(info.hdr_len).ok_or(short)?;
+    let header_bytes = header_bytes.contiguous().ok_or(ParseError::SplitHeaders {
+        hdr_len: info.hdr_len,
+    })?;
 
     let mut headers = Headers::new(bth);
     let mut r = Reader {
@@ -323,14 +351,14 @@ pub fn parse(buf: &[u8], path_mtu: Option<u32>) -> Result<Packet<'_>, ParseError
                 len: data.len(),
             })?;
     check_payload(info, payload_len, data.len(), path_mtu)?;
-    let (payload, pad) = data.split_at_checked(payload_len).ok_or(short)?;
+    let (payload, pad) = data.split_at(payload_len).ok_or(short)?;
 
     Ok(Packet {
         headers,
         header_bytes,
         payload,
         pad,
-        icrc: *icrc,
+        icrc,
     })
 }
 

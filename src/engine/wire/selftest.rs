@@ -122,11 +122,63 @@ pub fn round_trip_all_opcodes() -> Result<(), &'static str> {
         let wire = buf.get(..len).ok_or("length")?;
         let p = parse(wire, Some(256)).map_err(|_| "parse of built packet failed")?;
         check(*p.headers() == h, "headers differ after round trip")?;
-        check(p.payload() == data, "payload differs after round trip")?;
+        check(
+            p.payload().eq_bytes(data),
+            "payload differs after round trip",
+        )?;
         check(p.wire_len() == len, "wire_len")?;
         check(p.header_bytes().len() == op.info().hdr_len, "hdr_len")?;
-        check(p.pad_bytes().iter().all(|&b| b == 0), "pad not zero")?;
+        check(p.pad_bytes().all_bytes(0), "pad not zero")?;
         check(Opcode::from_u8(op.code()) == Some(op), "from_u8")?;
+    }
+    Ok(())
+}
+
+/// A packet held in pieces parses as it does whole, wherever its payload,
+/// pad and ICRC are cut, for every opcode; headers cut in two are refused.
+pub fn parses_in_pieces() -> Result<(), &'static str> {
+    use crate::engine::scatter::Scatter;
+    const MTU: usize = 64;
+    let mut payload = [0u8; MTU];
+    for (i, b) in payload.iter_mut().enumerate() {
+        *b = i
+            .to_le_bytes()
+            .first()
+            .copied()
+            .unwrap_or(0)
+            .wrapping_mul(7);
+    }
+    let mut buf = [0u8; MAX_HDR_LEN + MTU + 8];
+    for (seed, &op) in (1u32..).zip(Opcode::ALL) {
+        let mut h = sample_headers(op, seed.wrapping_mul(0x2545_f491));
+        let n = sample_payload_len(op, MTU).min(13);
+        let data = payload.get(..n).ok_or("payload")?;
+        h.bth.pad = u8::try_from(pad_len(n)).map_err(|_| "pad")?;
+        let len = build(&h, data, &mut buf).map_err(|_| "build failed")?;
+        let wire = buf.get(..len).ok_or("length")?;
+        let whole = parse(wire, None).map_err(|_| "parse whole")?;
+        let hdr = op.info().hdr_len;
+        for a in 0..=len {
+            for b in a..=len {
+                let (p0, tail) = wire.split_at(a);
+                let (p1, p2) = tail.split_at(b - a);
+                let rest: [&[u8]; 2] = [p1, p2];
+                let sc = Scatter::new(p0, &rest).ok_or("scatter")?;
+                let r = parse_scatter(sc, None);
+                if a >= hdr || (a == 0 && (b >= hdr || b == 0)) {
+                    let p = r.map_err(|_| "parse in pieces")?;
+                    check(p == whole, "pieces parse differently")?;
+                    check(p.wire_len() == len, "wire_len in pieces")?;
+                    check(p.payload().eq_bytes(data), "payload in pieces")?;
+                    check(p.icrc_bytes() == whole.icrc_bytes(), "icrc in pieces")?;
+                } else {
+                    check(
+                        r == Err(ParseError::SplitHeaders { hdr_len: hdr }),
+                        "split headers accepted",
+                    )?;
+                }
+            }
+        }
     }
     Ok(())
 }
@@ -217,7 +269,7 @@ pub fn decode_known_packet() -> Result<(), &'static str> {
         p.headers().imm_dt == Some(ImmDt { imm: 0xcafe_f00d }),
         "imm",
     )?;
-    check(p.payload() == b"hello", "payload")?;
+    check(p.payload().eq_bytes(b"hello"), "payload")?;
     check(p.icrc_bytes() == [0x11, 0x22, 0x33, 0x44], "icrc bytes")?;
     check(p.icrc() == 0x4433_2211, "icrc value")
 }

@@ -85,8 +85,7 @@ impl Ctx<'_> {
     pub(super) fn on_atomic_write(&mut self, pkt: &wire::Packet<'_>) {
         let psn = pkt.psn();
         // The opcode table admits exactly 8 bytes of payload.
-        let (Some(reth), Ok(word)) = (pkt.headers().reth, <[u8; 8]>::try_from(pkt.payload()))
-        else {
+        let (Some(reth), Some(word)) = (pkt.headers().reth, pkt.payload().to_array::<8>()) else {
             return self.resp_fatal(NakCode::InvalidRequest, psn.get());
         };
         let mtu = self.mtu();
