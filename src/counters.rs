@@ -53,10 +53,14 @@ pub(crate) enum Counter {
     SentNakRemAccess,
     /// ODP page faults the work items served (pages a copy needed).
     OdpFaults,
+    /// Packets for the device that arrived in pieces (an skb with page
+    /// fragments, as real NICs' receive buffers are) and were read in
+    /// place, without linearizing.
+    RcvdPaged,
 }
 
 /// Number of counters.
-pub(crate) const COUNT: usize = 21;
+pub(crate) const COUNT: usize = 22;
 
 /// The names `rdma statistic` shows, in [`Counter`] order (NUL-terminated).
 const NAMES: [&[u8]; COUNT] = [
@@ -81,6 +85,7 @@ const NAMES: [&[u8]; COUNT] = [
     b"sent_nak_inv_req\0",
     b"sent_nak_rem_access\0",
     b"odp_faults\0",
+    b"rcvd_paged\0",
 ];
 
 /// The counters of one device; all zero is a valid initial value (the

@@ -23,6 +23,7 @@ use crate::{
     engine::{
         icrc::{self, ICRC_LEN},
         rc::checks,
+        scatter::Scatter,
         wire::{self, Direction},
     },
     net::skb::Received,
@@ -59,8 +60,8 @@ impl Drop for DevRef {
 /// and hands it to the transport. `true` once a device took it (it was
 /// used, or dropped and counted on the device).
 pub(crate) fn receive(rx: &Received<'_>) -> bool {
-    let pkt = rx.bytes();
-    let Some(ip) = ip_info(pkt) else {
+    let pkt = rx.packet();
+    let Some(ip) = ip_info(pkt.head()) else {
         return false;
     };
     let Some((dev_ref, checked)) = lookup_device(rx, pkt, &ip) else {
@@ -68,6 +69,9 @@ pub(crate) fn receive(rx: &Received<'_>) -> bool {
     };
     let dev = dev_ref.dev();
     dev.counters.inc(Counter::RcvdPkts);
+    if pkt.contiguous().is_none() {
+        dev.counters.inc(Counter::RcvdPaged);
+    }
     let roce = match checked {
         Some(roce) => roce,
         None => match roce_payload(pkt, ip.len) {
@@ -91,9 +95,9 @@ pub(crate) fn receive(rx: &Received<'_>) -> bool {
 /// device's.
 fn lookup_device<'p>(
     rx: &Received<'_>,
-    pkt: &'p [u8],
+    pkt: Scatter<'p>,
     ip: &IpInfo<'_>,
-) -> Option<(DevRef, Option<&'p [u8]>)> {
+) -> Option<(DevRef, Option<Scatter<'p>>)> {
     let ndev = rx.netdev();
     let by_ndev = crate::registry::rx_device_of_netdev(ndev).or_else(|| {
         // SAFETY: the receiving netdev is live while the packet is handled.
@@ -120,8 +124,8 @@ fn lookup_device<'p>(
 /// A RoCEv2 packet (BTH through ICRC, ICRC already checked) received by
 /// `dev` with the IP header `ip`: checks its headers, finds its QP and
 /// hands it to the transport.
-fn deliver(dev: &RroceDev, roce: &[u8], ip: &IpInfo<'_>) {
-    let Ok(pkt) = wire::parse(roce, None) else {
+fn deliver(dev: &RroceDev, roce: Scatter<'_>, ip: &IpInfo<'_>) {
+    let Ok(pkt) = wire::parse_scatter(roce, None) else {
         dev.counters.inc(Counter::Malformed);
         return;
     };
@@ -232,16 +236,19 @@ fn dispatch(
 
 /// The RoCEv2 packet (BTH through ICRC) after the IP and UDP headers, with
 /// its ICRC checked.
-fn roce_payload(pkt: &[u8], ip_len: usize) -> Result<&[u8], Counter> {
+fn roce_payload(pkt: Scatter<'_>, ip_len: usize) -> Result<Scatter<'_>, Counter> {
     // The UDP length bounds the RoCE packet (the skb may carry padding).
-    let udp = pkt.get(ip_len..ip_len + 8).ok_or(Counter::Malformed)?;
+    let udp = pkt
+        .head()
+        .get(ip_len..ip_len + 8)
+        .ok_or(Counter::Malformed)?;
     let udp_len = usize::from(u16::from_be_bytes([udp[4], udp[5]]));
     if udp_len < 8 + ICRC_LEN {
         return Err(Counter::Malformed);
     }
-    let pkt = pkt.get(..ip_len + udp_len).ok_or(Counter::Malformed)?;
-    icrc::verify_using(pkt, crate::rdma::icrc_crc32()).map_err(|_| Counter::BadIcrc)?;
-    Ok(&pkt[ip_len + 8..])
+    let pkt = pkt.take(ip_len + udp_len).ok_or(Counter::Malformed)?;
+    icrc::verify_scatter_using(pkt, crate::rdma::icrc_crc32()).map_err(|_| Counter::BadIcrc)?;
+    pkt.skip(ip_len + 8).ok_or(Counter::Malformed)
 }
 
 /// What the receive path reads of a packet's IP header.

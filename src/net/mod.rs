@@ -9,9 +9,14 @@
 //! at `rdma link add` (see `Documentation/device.rst`).
 //!
 //! Received packets arrive in softirq context through the tunnel's
-//! `encap_rcv` (`sock.rs`); they are linearized and handed to the receive
-//! path (`crate::recv`) as a [`Received`] packet (`skb.rs`, so that the
-//! receive path names only the skb layer). Outgoing packets are built
+//! `encap_rcv` (`sock.rs`); with their headers pulled into the linear
+//! part, they are handed to the receive path (`crate::recv`) as a
+//! [`Received`] packet (`skb.rs`, so that the receive path names only the
+//! skb layer), read where they lie: the linear part and each page fragment
+//! (a real NIC's receive buffers) are pieces of one
+//! `engine::scatter::Scatter`, which the ICRC check, the parser and the
+//! copies into memory regions walk without linearizing it (only a frag
+//! list, or a fragment in unmapped highmem, is linearized). Outgoing packets are built
 //! by the transport into an skb that has room for the IP and UDP headers
 //! (`skb.rs`), which the C helper pushes after the route lookup (as
 //! rdma_rxe's `prepare4/6`); the ICRC is computed over the final packet

@@ -10,7 +10,11 @@ use kernel::prelude::*;
 use crate::{
     ah::{AddressVector, NetworkType},
     counters::{Counter, Counters},
-    engine::{gso, icrc},
+    engine::{
+        gso, icrc,
+        scatter::{Scatter, MAX_PIECES},
+        wire,
+    },
     rdma::sys,
 };
 
@@ -111,6 +115,46 @@ impl Skb {
         // SAFETY: owned (type invariant); `self` is forgotten, so freed
         // once (a received packet has no pending one).
         unsafe { sys::rroce_helper_consume_skb(skb) };
+    }
+
+    /// A received packet (data at its UDP header) from its network header
+    /// to its end, read where the skb holds it: its linear part, into
+    /// which every RoCE header is pulled first, then each page fragment
+    /// (see `rroce_helper_rx_skb()`), as pieces in `out`; and the netdev
+    /// it arrived on. `None` without memory or for fragments the host
+    /// cannot read.
+    pub(super) fn received_pieces<'a>(
+        &'a self,
+        out: &'a mut [&'a [u8]; MAX_PIECES],
+    ) -> Option<(Scatter<'a>, *mut sys::net_device)> {
+        let mut ndev = null_mut();
+        let mut raw = [sys::rroce_piece {
+            data: null_mut(),
+            len: 0,
+        }; MAX_PIECES];
+        // Every RoCE header, after the UDP header, in the first piece.
+        let pull = (icrc::UDP_HDR_LEN + wire::MAX_HDR_LEN) as u32;
+        // SAFETY: we own the skb (type invariant); `raw` has room for
+        // `MAX_PIECES` pieces.
+        let n = unsafe {
+            sys::rroce_helper_rx_skb(
+                self.as_ptr(),
+                pull,
+                raw.as_mut_ptr(),
+                MAX_PIECES as u32,
+                &mut ndev,
+            )
+        };
+        let n = usize::try_from(n).ok()?;
+        for (p, r) in out.iter_mut().zip(raw.iter()).take(n) {
+            // SAFETY: the helper returned `n` pieces of the skb's data (its
+            // linear part from the network header, then its fragments,
+            // each mapped), readable while we own the skb, which `'a`
+            // borrows.
+            *p = unsafe { core::slice::from_raw_parts(r.data, r.len as usize) };
+        }
+        let (first, rest) = out.get(..n)?.split_first()?;
+        Some((Scatter::new(first, rest)?, ndev))
     }
 
     /// The skb, still owned by `self`.
@@ -444,15 +488,16 @@ pub(crate) unsafe fn gso_max(ndev: *mut sys::net_device) -> usize {
     unsafe { sys::rroce_helper_netdev_gso_max(ndev) as usize }
 }
 
-/// A received packet, from its IP header to its tail, and the netdev it
-/// arrived on, for as long as the tunnel's receive callback runs.
+/// A received packet, from its IP header to its end, read where the skb
+/// holds it, and the netdev it arrived on, for as long as the tunnel's
+/// receive callback runs.
 ///
 /// # Invariants
 ///
 /// `ndev` is the live netdev the packet arrived on (softirq context, for
 /// `'a`).
 pub(crate) struct Received<'a> {
-    pkt: &'a [u8],
+    pkt: Scatter<'a>,
     ndev: *mut sys::net_device,
 }
 
@@ -462,14 +507,15 @@ impl<'a> Received<'a> {
     /// # Safety
     ///
     /// `ndev` is the live netdev the packet arrived on, for `'a`.
-    pub(super) unsafe fn new(pkt: &'a [u8], ndev: *mut sys::net_device) -> Self {
+    pub(super) unsafe fn new(pkt: Scatter<'a>, ndev: *mut sys::net_device) -> Self {
         // INVARIANT: per the caller.
         Received { pkt, ndev }
     }
 
-    /// The linear packet from the IP header to the tail (which may hold
-    /// padding after the UDP payload).
-    pub(crate) fn bytes(&self) -> &'a [u8] {
+    /// The packet from the IP header to its end (which may hold padding
+    /// after the UDP payload), in the skb's pieces: its first piece holds
+    /// the IP, UDP and RoCE headers (or all the packet, if shorter).
+    pub(crate) fn packet(&self) -> Scatter<'a> {
         self.pkt
     }
 
@@ -498,7 +544,80 @@ pub(crate) unsafe fn net_of(ndev: *mut sys::net_device) -> usize {
 /// Checks run by KUnit.
 #[cfg(CONFIG_KUNIT)]
 pub(crate) mod selftest {
-    use super::{alloc_gso, null_mut, sys};
+    use super::{alloc_gso, null_mut, sys, NonNull, Skb};
+    use crate::engine::{icrc, scatter::MAX_PIECES, wire};
+
+    /// A received packet is read where the skb holds it: whole in its
+    /// linear part, or with its UDP payload in page fragments (its RoCE
+    /// headers are pulled into the first piece, the rest stays in place),
+    /// where the ICRC checks and the packet parses as it does whole; a frag
+    /// list is linearized.
+    pub(crate) fn rx_pieces() -> Result<(), &'static str> {
+        // SAFETY: plain query.
+        let lo = unsafe { sys::rroce_helper_init_net_loopback() };
+        let mut paged = false;
+        for (_, pkt) in icrc::selftest::RXE_CAPTURED.iter() {
+            let l3 = if pkt.first().is_some_and(|b| b >> 4 == 6) {
+                40
+            } else {
+                20
+            };
+            let len = pkt.len();
+            let udp = l3 + icrc::UDP_HDR_LEN;
+            // (bytes in the linear part, fragment size, frag list)
+            let rest = len.saturating_sub(udp);
+            let cases = [
+                (len, 4096, false),
+                (udp, 4096, false),
+                (udp, rest.div_ceil(16).max(1), false),
+                (udp + 5, rest.div_ceil(16).max(3), false),
+                (udp, 4096, true),
+            ];
+            for (linear, frag, list) in cases {
+                // SAFETY: `len` bytes at `pkt`; the skb returned is ours.
+                let raw = unsafe {
+                    sys::rroce_helper_test_rx_skb(
+                        pkt.as_ptr(),
+                        len as u32,
+                        l3 as u32,
+                        linear as u32,
+                        frag as u32,
+                        list,
+                    )
+                };
+                let raw = NonNull::new(raw).ok_or("test skb")?;
+                // SAFETY: a new skb nobody else owns.
+                let skb = unsafe { Skb::from_received(raw) };
+                let mut out: [&[u8]; MAX_PIECES] = [&[]; MAX_PIECES];
+                let (s, ndev) = skb.received_pieces(&mut out).ok_or("no pieces")?;
+                if ndev != lo {
+                    return Err("the netdev the packet arrived on");
+                }
+                if !s.eq_bytes(pkt) {
+                    return Err("the pieces hold other bytes than the packet");
+                }
+                let head = (udp + wire::MAX_HDR_LEN).min(len);
+                if s.head().len() < head {
+                    return Err("the RoCE headers are not in the first piece");
+                }
+                let split = s.contiguous().is_none();
+                if split != (linear < len && !list && head < len) {
+                    return Err("linearized, or page fragments where there were none");
+                }
+                paged |= split;
+                icrc::verify_scatter_using(s, icrc::crc32_le).map_err(|_| "ICRC in pieces")?;
+                let roce = s.skip(udp).ok_or("UDP payload")?;
+                let whole = pkt.get(udp..).ok_or("UDP payload")?;
+                if wire::parse_scatter(roce, None) != wire::parse(whole, None) {
+                    return Err("pieces parse differently");
+                }
+            }
+        }
+        if !paged {
+            return Err("no packet was read in pieces");
+        }
+        Ok(())
+    }
 
     /// A GSO run holds its first packet in its own data and chains each
     /// other one, in order, as an skb of its frag list; its first packet

@@ -3,12 +3,12 @@
 //! The per-namespace UDP tunnel sockets on port 4791 and their receive
 //! callback, which hands each packet to `crate::recv`.
 
-use core::ptr::{null_mut, NonNull};
+use core::ptr::NonNull;
 
 use kernel::{ffi::c_int, prelude::*};
 
 use super::skb::{Received, Skb};
-use crate::rdma::sys;
+use crate::{engine::scatter::MAX_PIECES, rdma::sys};
 
 /// The UDP sockets of one network namespace.
 ///
@@ -61,21 +61,16 @@ unsafe extern "C" fn encap_rcv(_sk: *mut sys::sock, skb: *mut sys::sk_buff) -> c
     0
 }
 
-/// Linearizes a received packet and hands it to the receive path: `true`
-/// if a device took it (then it is consumed, not dropped: the device's
-/// counters record what it dropped); otherwise the skb is freed as a drop
-/// when the caller drops it.
+/// Hands a received packet to the receive path, read where the skb holds
+/// it (its linear part, with the headers pulled into it, and its page
+/// fragments): `true` if a device took it (then it is consumed, not
+/// dropped: the device's counters record what it dropped); otherwise the
+/// skb is freed as a drop when the caller drops it.
 fn receive(skb: &Skb) -> bool {
-    let mut ndev = null_mut();
-    let mut l3: *mut u8 = null_mut();
-    let mut l3_len: u32 = 0;
-    // SAFETY: we own the skb.
-    if unsafe { sys::rroce_helper_rx_skb(skb.as_ptr(), &mut ndev, &mut l3, &mut l3_len) } != 0 {
+    let mut pieces: [&[u8]; MAX_PIECES] = [&[]; MAX_PIECES];
+    let Some((pkt, ndev)) = skb.received_pieces(&mut pieces) else {
         return false;
-    }
-    // SAFETY: the linear packet from the network header to the tail,
-    // owned with the skb, which outlives this borrow.
-    let pkt = unsafe { core::slice::from_raw_parts(l3, l3_len as usize) };
+    };
     // SAFETY: the netdev the packet arrived on, live in softirq context
     // while this callback runs.
     let rx = unsafe { Received::new(pkt, ndev) };

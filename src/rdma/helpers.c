@@ -227,14 +227,46 @@ void rroce_helper_synchronize_rcu(void)
 	synchronize_rcu();
 }
 
-int rroce_helper_rx_skb(struct sk_buff *skb, struct net_device **ndev, u8 **l3, u32 *l3_len)
+static bool rroce_rx_frags_mapped(const struct sk_buff *skb, u32 max)
 {
-	if (skb_linearize(skb))
+	const struct skb_shared_info *sh = skb_shinfo(skb);
+	u32 i;
+
+	if (skb_has_frag_list(skb) || sh->nr_frags + 1u > max)
+		return false;
+	for (i = 0; i < sh->nr_frags; i++)
+		if (!skb_frag_address_safe(&sh->frags[i]))
+			return false;
+	return true;
+}
+
+int rroce_helper_rx_skb(struct sk_buff *skb, u32 pull, struct rroce_piece *pieces, u32 max,
+			struct net_device **ndev)
+{
+	const struct skb_shared_info *sh;
+	u32 i, n = 0;
+
+	if (!max)
+		return -EINVAL;
+	if (!skb_frags_readable(skb))
+		return -EIO;
+	if (!pskb_may_pull(skb, min(pull, skb->len)))
+		return -ENOMEM;
+	if (skb_is_nonlinear(skb) && !rroce_rx_frags_mapped(skb, max) && skb_linearize(skb))
 		return -ENOMEM;
 	*ndev = skb->dev;
-	*l3 = skb_network_header(skb);
-	*l3_len = skb_tail_pointer(skb) - skb_network_header(skb);
-	return 0;
+	pieces[n].data = skb_network_header(skb);
+	pieces[n++].len = skb_tail_pointer(skb) - skb_network_header(skb);
+	sh = skb_shinfo(skb);
+	for (i = 0; i < sh->nr_frags; i++) {
+		const skb_frag_t *f = &sh->frags[i];
+
+		if (!skb_frag_size(f))
+			continue;
+		pieces[n].data = skb_frag_address(f);
+		pieces[n++].len = skb_frag_size(f);
+	}
+	return n;
 }
 
 void rroce_helper_kfree_skb(struct sk_buff *skb)
@@ -686,6 +718,53 @@ int rroce_helper_test_sg_map(struct ib_device *dev, struct scatterlist *sg, void
 void rroce_helper_test_sg_unmap(struct ib_device *dev, struct scatterlist *sg)
 {
 	ib_dma_unmap_sg(dev, sg, 1, DMA_BIDIRECTIONAL);
+}
+
+struct sk_buff *rroce_helper_test_rx_skb(const u8 *pkt, u32 len, u32 l3_len, u32 linear,
+					 u32 frag, bool frag_list)
+{
+	struct sk_buff *skb, *list;
+	u32 at;
+
+	if (linear < l3_len || linear > len || !frag)
+		return NULL;
+	skb = alloc_skb(linear, GFP_KERNEL);
+	if (!skb)
+		return NULL;
+	skb_put_data(skb, pkt, linear);
+	skb_reset_network_header(skb);
+	skb->dev = init_net.loopback_dev;
+	if (frag_list && linear < len) {
+		list = alloc_skb(len - linear, GFP_KERNEL);
+		if (!list)
+			goto fail;
+		skb_put_data(list, pkt + linear, len - linear);
+		skb_shinfo(skb)->frag_list = list;
+		skb->len += list->len;
+		skb->data_len += list->len;
+		skb->truesize += list->truesize;
+		linear = len;
+	}
+	for (at = linear; at < len; at += frag) {
+		u32 n = min(frag, len - at);
+		struct page *page;
+
+		if (skb_shinfo(skb)->nr_frags >= MAX_SKB_FRAGS)
+			goto fail;
+		page = alloc_page(GFP_KERNEL);
+		if (!page)
+			goto fail;
+		/* Off the start of the page, as a NIC's buffer may be. */
+		memcpy(page_address(page) + 64, pkt + at, n);
+		skb_add_rx_frag(skb, skb_shinfo(skb)->nr_frags, page, 64, n, PAGE_SIZE);
+	}
+	/* Data at the UDP header, as a tunnel's encap_rcv gets it. */
+	__skb_pull(skb, l3_len);
+	skb_reset_transport_header(skb);
+	return skb;
+fail:
+	kfree_skb(skb);
+	return NULL;
 }
 #endif
 

@@ -74,10 +74,23 @@ struct sock *rroce_helper_udp_sock(struct net *net, bool ipv6, rroce_encap_rcv_f
 void rroce_helper_udp_sock_release(struct sock *sk);
 struct net *rroce_helper_dev_net(struct net_device *ndev);
 void rroce_helper_synchronize_rcu(void);
-/* Linearize a received skb; its netdev and network header..tail. (A UDP
- * GSO packet reaches a tunnel socket cut into one skb per segment: the
- * stack segments any that is not a tunnel's.) */
-int rroce_helper_rx_skb(struct sk_buff *skb, struct net_device **ndev, u8 **l3, u32 *l3_len);
+/* One piece of a received packet. */
+struct rroce_piece {
+	u8 *data;
+	u32 len;
+};
+
+/* A received skb (data at its UDP header) as pieces, read in place: its
+ * network header through the end of its linear part (holding at least
+ * @pull bytes from the UDP header, or all the packet if shorter), then
+ * each page fragment. At most @max pieces; an skb with more, with a frag
+ * list or with a fragment that has no kernel address (highmem) is
+ * linearized first. Returns the number of pieces and the netdev, or
+ * -errno (-ENOMEM; -EIO for fragments the host cannot read). (A UDP GSO
+ * packet reaches a tunnel socket cut into one skb per segment: the stack
+ * segments any that is not a tunnel's.) */
+int rroce_helper_rx_skb(struct sk_buff *skb, u32 pull, struct rroce_piece *pieces, u32 max,
+			struct net_device **ndev);
 void rroce_helper_kfree_skb(struct sk_buff *skb);
 void rroce_helper_consume_skb(struct sk_buff *skb);
 /* An skb with room for @ndev's link header and the IP and UDP headers in
@@ -167,6 +180,12 @@ struct scatterlist;
 int rroce_helper_test_sg_map(struct ib_device *dev, struct scatterlist *sg, void *buf,
 			     unsigned int len);
 void rroce_helper_test_sg_unmap(struct ib_device *dev, struct scatterlist *sg);
+/* A received skb, as a tunnel's encap_rcv gets it (data at the UDP header,
+ * after the @l3_len bytes of IP header), holding the @len bytes of @pkt:
+ * the first @linear in its linear part, the rest in page fragments of at
+ * most @frag bytes each, or (@frag_list) in one skb of its frag list. */
+struct sk_buff *rroce_helper_test_rx_skb(const u8 *pkt, u32 len, u32 l3_len, u32 linear,
+					 u32 frag, bool frag_list);
 
 /* On-demand paging (see helpers.c). */
 struct rroce_odp;

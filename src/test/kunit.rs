@@ -231,6 +231,11 @@ mod objects {
     fn skb_gso_run_chain() -> Result {
         run("skb_gso_run_chain", crate::net::skb::selftest::run_chain())
     }
+
+    #[test]
+    fn skb_rx_pieces() -> Result {
+        run("skb_rx_pieces", crate::net::skb::selftest::rx_pieces())
+    }
 }
 
 // In-kernel consumer conformance (NDKPI rules a kernel ULP can observe),

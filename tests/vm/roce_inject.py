@@ -8,7 +8,7 @@ does not choose).
 
 CASE: short | bad_icrc | bad_opcode | no_qp | truncated_reth | bad_pad
 
-    roce_inject.py live STATE_FILE [--iface IF] [--only CASE,...]
+    roce_inject.py live STATE_FILE [--iface IF] [--only CASE,...] [--paged] [--tag T]
 
 The hostile peer against live RC QPs (tests/vm/t64-hostile-peer.sh): run in
 the honest peer's network namespace while tests/hostile/peer_victim waits,
@@ -21,7 +21,10 @@ with invalidate. For each case it compares the victim device's `rdma
 statistic` counters before and after (exact deltas) and the packets the
 victim sent back, captured with a packet socket on IF, with what the case
 expects, and prints one "CHECK ok NAME" / "CHECK fail NAME: why" line per
-check (see LIVE_CASES for every expectation).
+check (see LIVE_CASES for every expectation). With --paged every packet
+leaves with its UDP payload in a page fragment (see Wire), so the victim
+reads it in pieces: each case then also expects rcvd_paged to count every
+packet longer than the headers the receive path pulls out of the fragment.
 """
 import argparse
 import select
@@ -31,6 +34,12 @@ import subprocess
 import sys
 import time
 import zlib
+
+# linux/udp.h: the GSO segment size of a UDP socket.
+UDP_SEGMENT = 103
+# The RoCE headers rroce pulls into a received skb's linear part: the BTH
+# and the longest extension headers (AtomicETH), wire::MAX_HDR_LEN.
+ROCE_PULL = 12 + 28
 
 
 def icrc(src, dst, udp, roce):
@@ -148,15 +157,25 @@ def req(opcode, qpn, p, exts=b"", payload=b"", ack=False, pkey=0xFFFF, pad=None)
 
 
 class Wire:
-    """Raw RoCEv2 over UDP/IPv6 with a valid ICRC, from any local address."""
+    """Raw RoCEv2 over UDP/IPv6 with a valid ICRC, from any local address.
 
-    def __init__(self):
+    paged: each datagram leaves in an skb whose linear part holds only the
+    IP and UDP headers, its UDP payload (every RoCE header too) in a page
+    fragment, as a real NIC's receive buffers deliver packets: the socket
+    has UDP_SEGMENT set (to a size no datagram reaches, so none is
+    segmented), which makes the stack put the payload in page fragments,
+    and veth hands the skb over as it is."""
+
+    def __init__(self, paged=False):
         self.socks = {}
+        self.paged = paged
 
     def send(self, src, dst, roce):
         if src not in self.socks:
             s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
             s.bind((src, 0))
+            if self.paged:
+                s.setsockopt(socket.SOL_UDP, UDP_SEGMENT, 0xFFFF)
             self.socks[src] = s
         s = self.socks[src]
         sport = s.getsockname()[1]
@@ -434,6 +453,12 @@ def response_matches(want, got, qpn):
 
 
 def run_case(a, wire, cap, name, case):
+    if a.paged:
+        # The receive path pulls the UDP header and the longest RoCE
+        # headers into the linear part: a packet whose UDP payload is
+        # longer keeps the rest in its page fragment and is read in pieces.
+        case.expect.setdefault("rcvd_paged", sum(
+            1 for _, _, roce in case.packets if len(roce) + 4 > ROCE_PULL))
     before, peer_before = counters(a.victim_dev), counters(a.peer_dev)
     cap.drain()
     for src, dst, roce in case.packets:
@@ -444,7 +469,7 @@ def run_case(a, wire, cap, name, case):
     after, peer_after = counters(a.victim_dev), counters(a.peer_dev)
     delta = {k: after[k] - before[k] for k in after if k in before}
     full = "victim deltas: " + " ".join("%s=%+d" % (k, v) for k, v in delta.items() if v) + ";"
-    tag = "hostile_peer." + name
+    tag = a.tag + "." + name
     ok = True
     missing = [k for k in case.expect if k not in delta]
     wrong = ["%s %+d, want %+d" % (k, delta.get(k, 0), v)
@@ -480,9 +505,12 @@ def live(argv):
     ap.add_argument("--peer-dev", default="rroce1")
     ap.add_argument("--settle", type=float, default=1.5)
     ap.add_argument("--only", default="")
+    ap.add_argument("--paged", action="store_true",
+                    help="send every packet with its UDP payload in a page fragment")
+    ap.add_argument("--tag", default="hostile_peer", help="prefix of the check names")
     a = ap.parse_args(argv)
     mr, pairs = read_state(a.state)
-    wire, cap = Wire(), Capture(a.iface, a.dst)
+    wire, cap = Wire(a.paged), Capture(a.iface, a.dst)
     only = set(filter(None, a.only.split(",")))
     failed = 0
     for name, case in live_cases(a, mr, pairs):
@@ -490,7 +518,7 @@ def live(argv):
             try:
                 failed += not run_case(a, wire, cap, name, case)
             except OSError as e:
-                failed += not result("hostile_peer.%s.counted" % name, False, "injector: %s" % e)
+                failed += not result("%s.%s.counted" % (a.tag, name), False, "injector: %s" % e)
     print("injector: %d case(s) failed" % failed, flush=True)
     return 1 if failed else 0
 

@@ -10,7 +10,9 @@
 # UD/UC opcodes, SEND with invalidate. Each case checks the victim
 # device's counter deltas and the packets it sent back; then the victim
 # checks nothing was delivered and honest traffic on the same QPs
-# completes with correct data. The kernel log stays clean.
+# completes with correct data. The kernel log stays clean. All of it twice:
+# the second round sends each packet with its UDP payload in a page
+# fragment (hostile_peer_paged.*), so the receive path reads it in pieces.
 . tests/vm/lib.sh
 . tests/demo/netns.sh
 
@@ -36,39 +38,53 @@ report() {
 	done < <(grep '^CHECK ' "$1")
 }
 
-# The victim waits for a line on its standard input: "go" once $GO exists
-# (a pipe from a subshell: the run directory may not hold a FIFO).
-rm -f "$STATE" "$GO"
-(
-	for _ in $(seq 2500); do [ -e "$GO" ] && break; sleep 0.2; done
-	echo go
-) | ./build/tests/peer_victim -a rroce0 -A 2001:db8::1 -b rroce1 -B 2001:db8::2 -s "$STATE" \
-	>"$VOUT" 2>&1 &
-vpid=$!
-for _ in $(seq 300); do
-	grep -q READY "$VOUT" 2>/dev/null && break
-	kill -0 $vpid 2>/dev/null || break
-	sleep 0.2
-done
-if grep -q READY "$VOUT"; then
-	pass hostile_peer.victim_ready
-	ip netns exec ns1 timeout 300 /usr/bin/python3 tests/vm/roce_inject.py live "$STATE" \
-		--iface v1 >"$IOUT" 2>&1
-	sed 's/^/    /' "$IOUT"
-	report "$IOUT"
-	grep -q '^injector:' "$IOUT" || fail hostile_peer.injector "did not finish: $(tail -3 "$IOUT" | tr '\n' ' ')"
-else
-	fail hostile_peer.victim_ready "$(tail -5 "$VOUT" | tr '\n' ' ')"
-fi
-touch "$GO"
-for _ in $(seq 900); do kill -0 $vpid 2>/dev/null || break; sleep 0.5; done
-kill $vpid 2>/dev/null
-wait $vpid
-vrc=$?
-sed 's/^/    /' "$VOUT"
-report "$VOUT"
-if [ $vrc = 0 ]; then pass hostile_peer.victim_exit; else fail hostile_peer.victim_exit "exit status $vrc"; fi
-rm -f "$GO"
+# One round: a fresh victim (new QPs, PSNs and MRs), every injector case,
+# then the victim's own checks. TAG prefixes the check names; extra
+# arguments go to the injector. The victim waits for a line on its
+# standard input: "go" once $GO exists (a pipe from a subshell: the run
+# directory may not hold a FIFO).
+hostile_round() {
+	local tag=$1 vpid vrc
+	shift
+	rm -f "$STATE" "$GO"
+	(
+		for _ in $(seq 2500); do [ -e "$GO" ] && break; sleep 0.2; done
+		echo go
+	) | ./build/tests/peer_victim -a rroce0 -A 2001:db8::1 -b rroce1 -B 2001:db8::2 -s "$STATE" \
+		>"$VOUT" 2>&1 &
+	vpid=$!
+	for _ in $(seq 300); do
+		grep -q READY "$VOUT" 2>/dev/null && break
+		kill -0 $vpid 2>/dev/null || break
+		sleep 0.2
+	done
+	if grep -q READY "$VOUT"; then
+		pass "$tag.victim_ready"
+		ip netns exec ns1 timeout 300 /usr/bin/python3 tests/vm/roce_inject.py live "$STATE" \
+			--iface v1 --tag "$tag" "$@" >"$IOUT" 2>&1
+		sed 's/^/    /' "$IOUT"
+		report "$IOUT"
+		grep -q '^injector:' "$IOUT" || fail "$tag.injector" "did not finish: $(tail -3 "$IOUT" | tr '\n' ' ')"
+	else
+		fail "$tag.victim_ready" "$(tail -5 "$VOUT" | tr '\n' ' ')"
+	fi
+	touch "$GO"
+	for _ in $(seq 900); do kill -0 $vpid 2>/dev/null || break; sleep 0.5; done
+	kill $vpid 2>/dev/null
+	wait $vpid
+	vrc=$?
+	sed 's/^/    /' "$VOUT"
+	# The victim names its checks hostile_peer.*.
+	report <(sed "s/^CHECK \([a-z]*\) hostile_peer\./CHECK \1 $tag./" "$VOUT")
+	if [ $vrc = 0 ]; then pass "$tag.victim_exit"; else fail "$tag.victim_exit" "exit status $vrc"; fi
+	rm -f "$GO"
+}
+
+# Every packet in the skb layout the stack builds for a datagram (linear),
+# then again with each packet's UDP payload in a page fragment, the layout
+# real NICs deliver: the receive path reads it in place (rcvd_paged).
+hostile_round hostile_peer
+hostile_round hostile_peer_paged --paged
 
 check hostile_peer.del0 ip netns exec ns0 rdma link del rroce0
 check hostile_peer.del1 ip netns exec ns1 rdma link del rroce1
