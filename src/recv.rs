@@ -125,7 +125,13 @@ fn lookup_device<'p>(
 /// `dev` with the IP header `ip`: checks its headers, finds its QP and
 /// hands it to the transport.
 fn deliver(dev: &RroceDev, roce: Scatter<'_>, ip: &IpInfo<'_>) {
-    let Ok(pkt) = wire::parse_scatter(roce, None) else {
+    // A packet in one piece (what veth delivers) takes the slice parser
+    // directly.
+    let parsed = match roce.contiguous() {
+        Some(bytes) => wire::parse(bytes, None),
+        None => wire::parse_scatter(roce, None),
+    };
+    let Ok(pkt) = parsed else {
         dev.counters.inc(Counter::Malformed);
         return;
     };

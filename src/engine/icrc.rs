@@ -358,6 +358,9 @@ pub fn verify_using(packet: &[u8], f: Crc32Fn) -> Result<(), IcrcError> {
 /// transport headers must lie in the first piece (the rest may lie
 /// anywhere, the trailer too).
 pub fn verify_scatter_using(packet: Scatter<'_>, f: Crc32Fn) -> Result<(), IcrcError> {
+    if let Some(p) = packet.contiguous() {
+        return verify_using(p, f);
+    }
     let len = packet.len();
     let truncated = IcrcError::Truncated {
         needed: ICRC_LEN,

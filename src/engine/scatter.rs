@@ -167,6 +167,10 @@ impl<'a> Scatter<'a> {
         if out.len() != self.len {
             return false;
         }
+        if let Some(c) = self.contiguous() {
+            out.copy_from_slice(c);
+            return true;
+        }
         for (off, piece) in self.chunks() {
             match out.get_mut(off..off + piece.len()) {
                 Some(o) => o.copy_from_slice(piece),
@@ -178,6 +182,9 @@ impl<'a> Scatter<'a> {
 
     /// The window's bytes as an array, if it is exactly `N` long.
     pub fn to_array<const N: usize>(&self) -> Option<[u8; N]> {
+        if let Some(c) = self.contiguous() {
+            return c.try_into().ok();
+        }
         let mut a = [0u8; N];
         self.copy_to(&mut a).then_some(a)
     }

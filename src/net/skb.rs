@@ -74,6 +74,10 @@ impl Drop for Skb {
 /// The most packets one GSO run carries.
 const GSO_MAX_PKTS: usize = 32;
 
+/// The most page fragments of a received packet read in place (one piece
+/// is its linear part); an skb with more is linearized.
+const MAX_FRAGS: usize = MAX_PIECES - 1;
+
 impl Skb {
     /// An owned skb holding `cap` bytes at `data`, as `run` says.
     fn new(skb: NonNull<sys::sk_buff>, data: *mut u8, cap: usize, run: Run) -> Self {
@@ -117,44 +121,74 @@ impl Skb {
         unsafe { sys::rroce_helper_consume_skb(skb) };
     }
 
-    /// A received packet (data at its UDP header) from its network header
-    /// to its end, read where the skb holds it: its linear part, into
-    /// which every RoCE header is pulled first, then each page fragment
-    /// (see `rroce_helper_rx_skb()`), as pieces in `out`; and the netdev
-    /// it arrived on. `None` without memory or for fragments the host
-    /// cannot read.
-    pub(super) fn received_pieces<'a>(
-        &'a self,
-        out: &'a mut [&'a [u8]; MAX_PIECES],
-    ) -> Option<(Scatter<'a>, *mut sys::net_device)> {
+    /// Calls `f` with a received packet (data at its UDP header) from its
+    /// network header to its end, read where the skb holds it, and the
+    /// netdev it arrived on: its linear part, into which every RoCE header
+    /// is pulled first, then each page fragment (see
+    /// `rroce_helper_rx_skb()`). `None` (and `f` not called) without
+    /// memory or for fragments the host cannot read.
+    pub(super) fn with_received<R>(
+        &self,
+        f: impl FnOnce(Scatter<'_>, *mut sys::net_device) -> R,
+    ) -> Option<R> {
         let mut ndev = null_mut();
-        let mut raw = [sys::rroce_piece {
-            data: null_mut(),
-            len: 0,
-        }; MAX_PIECES];
+        let mut l3: *mut u8 = null_mut();
+        let mut l3_len: u32 = 0;
         // Every RoCE header, after the UDP header, in the first piece.
         let pull = (icrc::UDP_HDR_LEN + wire::MAX_HDR_LEN) as u32;
-        // SAFETY: we own the skb (type invariant); `raw` has room for
-        // `MAX_PIECES` pieces.
-        let n = unsafe {
+        // SAFETY: we own the skb (type invariant).
+        let frags = unsafe {
             sys::rroce_helper_rx_skb(
                 self.as_ptr(),
                 pull,
-                raw.as_mut_ptr(),
-                MAX_PIECES as u32,
+                MAX_FRAGS as u32,
                 &mut ndev,
+                &mut l3,
+                &mut l3_len,
             )
         };
-        let n = usize::try_from(n).ok()?;
-        for (p, r) in out.iter_mut().zip(raw.iter()).take(n) {
-            // SAFETY: the helper returned `n` pieces of the skb's data (its
-            // linear part from the network header, then its fragments,
-            // each mapped), readable while we own the skb, which `'a`
-            // borrows.
+        let frags = usize::try_from(frags).ok()?;
+        // SAFETY: the skb's linear part from the network header to the
+        // tail, owned with the skb, which outlives this borrow.
+        let first = unsafe { core::slice::from_raw_parts(l3, l3_len as usize) };
+        if frags == 0 {
+            // A linear packet (what veth delivers): no pieces to gather.
+            return Some(f(Scatter::from_slice(first), ndev));
+        }
+        self.with_frags(first, frags, ndev, f)
+    }
+
+    /// [`Skb::with_received`] for a packet with `n` page fragments after
+    /// its linear part `first` (kept out of line: its arrays are not
+    /// set up for linear packets).
+    #[inline(never)]
+    fn with_frags<R>(
+        &self,
+        first: &[u8],
+        n: usize,
+        ndev: *mut sys::net_device,
+        f: impl FnOnce(Scatter<'_>, *mut sys::net_device) -> R,
+    ) -> Option<R> {
+        let n = n.min(MAX_FRAGS);
+        let mut raw = [sys::rroce_piece {
+            data: null_mut(),
+            len: 0,
+        }; MAX_FRAGS];
+        // SAFETY: we own the skb (type invariant), which has `n` page
+        // fragments (`rroce_helper_rx_skb()` said so, at most
+        // `MAX_FRAGS`); `raw` has room for them.
+        unsafe { sys::rroce_helper_rx_frags(self.as_ptr(), raw.as_mut_ptr(), n as u32) };
+        let mut rest: [&[u8]; MAX_FRAGS] = [&[]; MAX_FRAGS];
+        for (p, r) in rest.iter_mut().zip(raw.iter()).take(n) {
+            if r.data.is_null() {
+                continue;
+            }
+            // SAFETY: a page fragment of the skb, mapped, readable while
+            // we own the skb, which outlives this borrow.
             *p = unsafe { core::slice::from_raw_parts(r.data, r.len as usize) };
         }
-        let (first, rest) = out.get(..n)?.split_first()?;
-        Some((Scatter::new(first, rest)?, ndev))
+        let s = Scatter::new(first, rest.get(..n)?)?;
+        Some(f(s, ndev))
     }
 
     /// The skb, still owned by `self`.
@@ -545,7 +579,7 @@ pub(crate) unsafe fn net_of(ndev: *mut sys::net_device) -> usize {
 #[cfg(CONFIG_KUNIT)]
 pub(crate) mod selftest {
     use super::{alloc_gso, null_mut, sys, NonNull, Skb};
-    use crate::engine::{icrc, scatter::MAX_PIECES, wire};
+    use crate::engine::{icrc, wire};
 
     /// A received packet is read where the skb holds it: whole in its
     /// linear part, or with its UDP payload in page fragments (its RoCE
@@ -588,29 +622,30 @@ pub(crate) mod selftest {
                 let raw = NonNull::new(raw).ok_or("test skb")?;
                 // SAFETY: a new skb nobody else owns.
                 let skb = unsafe { Skb::from_received(raw) };
-                let mut out: [&[u8]; MAX_PIECES] = [&[]; MAX_PIECES];
-                let (s, ndev) = skb.received_pieces(&mut out).ok_or("no pieces")?;
-                if ndev != lo {
-                    return Err("the netdev the packet arrived on");
-                }
-                if !s.eq_bytes(pkt) {
-                    return Err("the pieces hold other bytes than the packet");
-                }
-                let head = (udp + wire::MAX_HDR_LEN).min(len);
-                if s.head().len() < head {
-                    return Err("the RoCE headers are not in the first piece");
-                }
-                let split = s.contiguous().is_none();
-                if split != (linear < len && !list && head < len) {
-                    return Err("linearized, or page fragments where there were none");
-                }
-                paged |= split;
-                icrc::verify_scatter_using(s, icrc::crc32_le).map_err(|_| "ICRC in pieces")?;
-                let roce = s.skip(udp).ok_or("UDP payload")?;
-                let whole = pkt.get(udp..).ok_or("UDP payload")?;
-                if wire::parse_scatter(roce, None) != wire::parse(whole, None) {
-                    return Err("pieces parse differently");
-                }
+                let r = skb.with_received(|s, ndev| -> Result<bool, &'static str> {
+                    if ndev != lo {
+                        return Err("the netdev the packet arrived on");
+                    }
+                    if !s.eq_bytes(pkt) {
+                        return Err("the pieces hold other bytes than the packet");
+                    }
+                    let head = (udp + wire::MAX_HDR_LEN).min(len);
+                    if s.head().len() < head {
+                        return Err("the RoCE headers are not in the first piece");
+                    }
+                    let split = s.contiguous().is_none();
+                    if split != (linear < len && !list && head < len) {
+                        return Err("linearized, or page fragments where there were none");
+                    }
+                    icrc::verify_scatter_using(s, icrc::crc32_le).map_err(|_| "ICRC in pieces")?;
+                    let roce = s.skip(udp).ok_or("UDP payload")?;
+                    let whole = pkt.get(udp..).ok_or("UDP payload")?;
+                    if wire::parse_scatter(roce, None) != wire::parse(whole, None) {
+                        return Err("pieces parse differently");
+                    }
+                    Ok(split)
+                });
+                paged |= r.ok_or("no pieces")??;
             }
         }
         if !paged {

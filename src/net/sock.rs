@@ -8,7 +8,7 @@ use core::ptr::NonNull;
 use kernel::{ffi::c_int, prelude::*};
 
 use super::skb::{Received, Skb};
-use crate::{engine::scatter::MAX_PIECES, rdma::sys};
+use crate::rdma::sys;
 
 /// The UDP sockets of one network namespace.
 ///
@@ -67,14 +67,13 @@ unsafe extern "C" fn encap_rcv(_sk: *mut sys::sock, skb: *mut sys::sk_buff) -> c
 /// dropped: the device's counters record what it dropped); otherwise the
 /// skb is freed as a drop when the caller drops it.
 fn receive(skb: &Skb) -> bool {
-    let mut pieces: [&[u8]; MAX_PIECES] = [&[]; MAX_PIECES];
-    let Some((pkt, ndev)) = skb.received_pieces(&mut pieces) else {
-        return false;
-    };
-    // SAFETY: the netdev the packet arrived on, live in softirq context
-    // while this callback runs.
-    let rx = unsafe { Received::new(pkt, ndev) };
-    crate::recv::receive(&rx)
+    skb.with_received(|pkt, ndev| {
+        // SAFETY: the netdev the packet arrived on, live in softirq
+        // context while this callback runs.
+        let rx = unsafe { Received::new(pkt, ndev) };
+        crate::recv::receive(&rx)
+    })
+    .unwrap_or(false)
 }
 
 /// Takes a reference on the sockets of `ndev`'s namespace, creating them

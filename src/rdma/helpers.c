@@ -232,7 +232,7 @@ static bool rroce_rx_frags_mapped(const struct sk_buff *skb, u32 max)
 	const struct skb_shared_info *sh = skb_shinfo(skb);
 	u32 i;
 
-	if (skb_has_frag_list(skb) || sh->nr_frags + 1u > max)
+	if (skb_has_frag_list(skb) || sh->nr_frags > max)
 		return false;
 	for (i = 0; i < sh->nr_frags; i++)
 		if (!skb_frag_address_safe(&sh->frags[i]))
@@ -240,33 +240,30 @@ static bool rroce_rx_frags_mapped(const struct sk_buff *skb, u32 max)
 	return true;
 }
 
-int rroce_helper_rx_skb(struct sk_buff *skb, u32 pull, struct rroce_piece *pieces, u32 max,
-			struct net_device **ndev)
+int rroce_helper_rx_skb(struct sk_buff *skb, u32 pull, u32 max_frags, struct net_device **ndev,
+			u8 **l3, u32 *l3_len)
 {
-	const struct skb_shared_info *sh;
-	u32 i, n = 0;
-
-	if (!max)
-		return -EINVAL;
 	if (!skb_frags_readable(skb))
 		return -EIO;
 	if (!pskb_may_pull(skb, min(pull, skb->len)))
 		return -ENOMEM;
-	if (skb_is_nonlinear(skb) && !rroce_rx_frags_mapped(skb, max) && skb_linearize(skb))
+	if (skb_is_nonlinear(skb) && !rroce_rx_frags_mapped(skb, max_frags) && skb_linearize(skb))
 		return -ENOMEM;
 	*ndev = skb->dev;
-	pieces[n].data = skb_network_header(skb);
-	pieces[n++].len = skb_tail_pointer(skb) - skb_network_header(skb);
-	sh = skb_shinfo(skb);
-	for (i = 0; i < sh->nr_frags; i++) {
-		const skb_frag_t *f = &sh->frags[i];
+	*l3 = skb_network_header(skb);
+	*l3_len = skb_tail_pointer(skb) - skb_network_header(skb);
+	return skb_shinfo(skb)->nr_frags;
+}
 
-		if (!skb_frag_size(f))
-			continue;
-		pieces[n].data = skb_frag_address(f);
-		pieces[n++].len = skb_frag_size(f);
+void rroce_helper_rx_frags(struct sk_buff *skb, struct rroce_piece *pieces, u32 n)
+{
+	const struct skb_shared_info *sh = skb_shinfo(skb);
+	u32 i;
+
+	for (i = 0; i < n && i < sh->nr_frags; i++) {
+		pieces[i].data = skb_frag_address(&sh->frags[i]);
+		pieces[i].len = skb_frag_size(&sh->frags[i]);
 	}
-	return n;
 }
 
 void rroce_helper_kfree_skb(struct sk_buff *skb)

@@ -80,17 +80,21 @@ struct rroce_piece {
 	u32 len;
 };
 
-/* A received skb (data at its UDP header) as pieces, read in place: its
- * network header through the end of its linear part (holding at least
- * @pull bytes from the UDP header, or all the packet if shorter), then
- * each page fragment. At most @max pieces; an skb with more, with a frag
- * list or with a fragment that has no kernel address (highmem) is
- * linearized first. Returns the number of pieces and the netdev, or
- * -errno (-ENOMEM; -EIO for fragments the host cannot read). (A UDP GSO
- * packet reaches a tunnel socket cut into one skb per segment: the stack
- * segments any that is not a tunnel's.) */
-int rroce_helper_rx_skb(struct sk_buff *skb, u32 pull, struct rroce_piece *pieces, u32 max,
-			struct net_device **ndev);
+/* A received skb (data at its UDP header), read in place: pulls the UDP
+ * header and @pull - 8 bytes after it (or all the packet, if shorter) into
+ * its linear part, whose bytes from the network header to the tail it
+ * returns in @l3/@l3_len, with the netdev; returns the number of page
+ * fragments that follow (0: the packet is linear; see
+ * rroce_helper_rx_frags()), or -errno (-ENOMEM; -EIO for fragments the
+ * host cannot read). An skb with more than @max_frags fragments, with a
+ * frag list or with a fragment that has no kernel address (highmem) is
+ * linearized. (A UDP GSO packet reaches a tunnel socket cut into one skb
+ * per segment: the stack segments any that is not a tunnel's.) */
+int rroce_helper_rx_skb(struct sk_buff *skb, u32 pull, u32 max_frags, struct net_device **ndev,
+			u8 **l3, u32 *l3_len);
+/* The first @n page fragments of @skb, after rroce_helper_rx_skb() said it
+ * has them, as pieces (each mapped, readable while the skb is). */
+void rroce_helper_rx_frags(struct sk_buff *skb, struct rroce_piece *pieces, u32 n);
 void rroce_helper_kfree_skb(struct sk_buff *skb);
 void rroce_helper_consume_skb(struct sk_buff *skb);
 /* An skb with room for @ndev's link header and the IP and UDP headers in

@@ -183,7 +183,9 @@ pub struct Packet<'a> {
     headers: Headers,
     header_bytes: &'a [u8],
     payload: Scatter<'a>,
-    pad: Scatter<'a>,
+    /// The pad bytes (copied: at most 3), `pad_len` of them.
+    pad: [u8; 3],
+    pad_len: u8,
     icrc: [u8; ICRC_LEN],
 }
 
@@ -224,8 +226,8 @@ impl<'a> Packet<'a> {
     }
 
     /// The pad bytes between the payload and the ICRC.
-    pub const fn pad_bytes(&self) -> Scatter<'a> {
-        self.pad
+    pub fn pad_bytes(&self) -> &[u8] {
+        self.pad.get(..usize::from(self.pad_len)).unwrap_or(&[])
     }
 
     /// The ICRC as stored in the trailer, read least significant byte first
@@ -240,8 +242,8 @@ impl<'a> Packet<'a> {
     }
 
     /// Length of the whole packet (the UDP payload).
-    pub const fn wire_len(&self) -> usize {
-        self.header_bytes.len() + self.payload.len() + self.pad.len() + ICRC_LEN
+    pub fn wire_len(&self) -> usize {
+        self.header_bytes.len() + self.payload.len() + usize::from(self.pad_len) + ICRC_LEN
     }
 }
 
@@ -301,35 +303,64 @@ fn check_mtu(info: &OpInfo, len: usize, mtu: u32) -> Result<(), ParseError> {
 ///
 /// The ICRC itself is not checked here; see [`crate::engine::icrc::verify`].
 pub fn parse(buf: &[u8], path_mtu: Option<u32>) -> Result<Packet<'_>, ParseError> {
-    parse_scatter(Scatter::from_slice(buf), path_mtu)
+    let len = buf.len();
+    let short = ParseError::TooShort {
+        len,
+        needed: BTH_LEN + ICRC_LEN,
+    };
+    let (body, icrc) = buf.split_last_chunk::<ICRC_LEN>().ok_or(short)?;
+    let bth_bytes = body.first_chunk::<BTH_LEN>().ok_or(short)?;
+    let split = |hdr_len| body.split_at_checked(hdr_len);
+    parse_parts(len, *bth_bytes, *icrc, path_mtu, |hdr_len, short| {
+        let (h, d) = split(hdr_len).ok_or(short)?;
+        Ok((h, Scatter::from_slice(d)))
+    })
 }
 
 /// [`parse`], for a packet held in pieces: its headers (the BTH and the
 /// extension headers its opcode calls for) must lie in the first piece,
 /// the payload, pad and ICRC may lie anywhere.
 pub fn parse_scatter(buf: Scatter<'_>, path_mtu: Option<u32>) -> Result<Packet<'_>, ParseError> {
+    if let Some(b) = buf.contiguous() {
+        return parse(b, path_mtu);
+    }
     let len = buf.len();
-    let too_short = |needed| ParseError::TooShort { len, needed };
-    let body_len = len
-        .checked_sub(ICRC_LEN)
-        .ok_or(too_short(BTH_LEN + ICRC_LEN))?;
-    let (body, trailer) = buf
-        .split_at(body_len)
-        .ok_or(too_short(BTH_LEN + ICRC_LEN))?;
-    let icrc = trailer
-        .to_array::<ICRC_LEN>()
-        .ok_or(too_short(BTH_LEN + ICRC_LEN))?;
+    let short = ParseError::TooShort {
+        len,
+        needed: BTH_LEN + ICRC_LEN,
+    };
+    let body_len = len.checked_sub(ICRC_LEN).ok_or(short)?;
+    let (body, trailer) = buf.split_at(body_len).ok_or(short)?;
+    let icrc = trailer.to_array::<ICRC_LEN>().ok_or(short)?;
     let bth_bytes = body
         .take(BTH_LEN)
         .and_then(|b| b.to_array::<BTH_LEN>())
-        .ok_or(too_short(BTH_LEN + ICRC_LEN))?;
+        .ok_or(short)?;
+    parse_parts(len, bth_bytes, icrc, path_mtu, |hdr_len, short| {
+        let (h, d) = body.split_at(hdr_len).ok_or(short)?;
+        let h = h.contiguous().ok_or(ParseError::SplitHeaders { hdr_len })?;
+        Ok((h, d))
+    })
+}
+
+/// The rest of [`parse`] and [`parse_scatter`], from the BTH and the ICRC
+/// trailer of a `len`-byte packet on: `split` cuts the bytes before the
+/// trailer after the headers of the opcode (their length, and the error
+/// for too short a packet, given), into the headers and the rest.
+fn parse_parts<'a>(
+    len: usize,
+    bth_bytes: [u8; BTH_LEN],
+    icrc: [u8; ICRC_LEN],
+    path_mtu: Option<u32>,
+    split: impl FnOnce(usize, ParseError) -> Result<(&'a [u8], Scatter<'a>), ParseError>,
+) -> Result<Packet<'a>, ParseError> {
     let bth = Bth::decode(bth_bytes)?;
     let info = bth.opcode.info();
-    let short = too_short(info.hdr_len + ICRC_LEN);
-    let (header_bytes, data) = body.split_at(info.hdr_len).ok_or(short)?;
-    let header_bytes = header_bytes.contiguous().ok_or(ParseError::SplitHeaders {
-        hdr_len: info.hdr_len,
-    })?;
+    let short = ParseError::TooShort {
+        len,
+        needed: info.hdr_len + ICRC_LEN,
+    };
+    let (header_bytes, data) = split(info.hdr_len, short)?;
 
     let mut headers = Headers::new(bth);
     let mut r = Reader {
@@ -351,13 +382,25 @@ pub fn parse_scatter(buf: Scatter<'_>, path_mtu: Option<u32>) -> Result<Packet<'
                 len: data.len(),
             })?;
     check_payload(info, payload_len, data.len(), path_mtu)?;
-    let (payload, pad) = data.split_at(payload_len).ok_or(short)?;
+    let payload = data.take(payload_len).ok_or(short)?;
+    // The pad count is two bits: at most 3 bytes, copied one by one.
+    let mut pad = [0u8; 3];
+    if bth.pad > 0 {
+        let mut at = pad.iter_mut();
+        for (_, piece) in data.skip(payload_len).ok_or(short)?.chunks() {
+            // The piece first: `zip` takes no slot once it is exhausted.
+            for (&b, d) in piece.iter().zip(at.by_ref()) {
+                *d = b;
+            }
+        }
+    }
 
     Ok(Packet {
         headers,
         header_bytes,
         payload,
         pad,
+        pad_len: bth.pad,
         icrc,
     })
 }

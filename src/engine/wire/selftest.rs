@@ -128,7 +128,7 @@ pub fn round_trip_all_opcodes() -> Result<(), &'static str> {
         )?;
         check(p.wire_len() == len, "wire_len")?;
         check(p.header_bytes().len() == op.info().hdr_len, "hdr_len")?;
-        check(p.pad_bytes().all_bytes(0), "pad not zero")?;
+        check(p.pad_bytes().iter().all(|&b| b == 0), "pad not zero")?;
         check(Opcode::from_u8(op.code()) == Some(op), "from_u8")?;
     }
     Ok(())
@@ -155,9 +155,17 @@ pub fn parses_in_pieces() -> Result<(), &'static str> {
         let data = payload.get(..n).ok_or("payload")?;
         h.bth.pad = u8::try_from(pad_len(n)).map_err(|_| "pad")?;
         let len = build(&h, data, &mut buf).map_err(|_| "build failed")?;
+        // Pad bytes the parser must keep in order (it does not check them).
+        let hdr = op.info().hdr_len;
+        for (i, b) in buf.iter_mut().enumerate().take(len - 4).skip(hdr + n) {
+            *b = 0xa0 | i.to_le_bytes().first().copied().unwrap_or(0) & 0x0f;
+        }
         let wire = buf.get(..len).ok_or("length")?;
         let whole = parse(wire, None).map_err(|_| "parse whole")?;
-        let hdr = op.info().hdr_len;
+        check(
+            whole.pad_bytes() == wire.get(hdr + n..len - 4).ok_or("pad")?,
+            "pad bytes",
+        )?;
         for a in 0..=len {
             for b in a..=len {
                 let (p0, tail) = wire.split_at(a);
