@@ -196,12 +196,6 @@ impl<'a> Scatter<'a> {
                 .chunks()
                 .all(|(off, piece)| bytes.get(off..off + piece.len()) == Some(piece))
     }
-
-    /// Whether every byte of the window is `b`.
-    pub fn all_bytes(&self, b: u8) -> bool {
-        self.chunks()
-            .all(|(_, piece)| piece.iter().all(|&x| x == b))
-    }
 }
 
 impl PartialEq for Scatter<'_> {
@@ -325,7 +319,7 @@ pub mod selftest {
         Ok(())
     }
 
-    /// Short helpers: arrays, copies of the wrong length, byte checks.
+    /// Short helpers: arrays, copies of the wrong length, splits.
     pub fn helpers() -> Result<(), &'static str> {
         let a = [1u8, 2, 3];
         let b = [4u8, 5];
@@ -339,8 +333,6 @@ pub mod selftest {
         let mut out = [0u8; 4];
         check(!s.copy_to(&mut out), "copy of the wrong length")?;
         check(s.skip(5).is_some_and(|w| w.is_empty()), "empty at the end")?;
-        check(Scatter::from_slice(&[0, 0, 0]).all_bytes(0), "all zero")?;
-        check(!s.all_bytes(1), "not all ones")?;
         check(
             s.split_at(3)
                 .is_some_and(|(x, y)| x.eq_bytes(&a) && y.eq_bytes(&b)),
