@@ -14,13 +14,23 @@
 //! # Lifetimes
 //!
 //! The RDMA core owns the memory of every device: it is freed after the core
-//! calls `dealloc_driver`. rroce keeps a registry of the devices it
-//! registered so that module unload can unregister them; an entry is removed
-//! in `dealloc_driver`, so a pointer found in the registry under its lock
-//! always points at live memory. Devices are unregistered by `rdma link del`
-//! (the core), by the netdev going away (our notifier queues it), by module
-//! unload, or by `ib_unregister_driver(RDMA_DRIVER_RXE)` when `rdma_rxe` is
-//! unloaded (see `Documentation/device.rst`).
+//! calls `dealloc_driver` and every reference is dropped. rroce keeps a
+//! registry of the devices it registered, each entry with a reference on
+//! the device's memory, so that module unload can unregister them. Devices
+//! are unregistered by `rdma link del` (the core), by the netdev going away
+//! (our notifier queues it on the core's work queue), by module unload, or
+//! by `ib_unregister_driver(RDMA_DRIVER_RXE)` when `rdma_rxe` is unloaded
+//! (see `Documentation/device.rst`).
+//!
+//! Unload must not return while the core is still running one of rroce's
+//! callbacks, `dealloc_driver` last of all: it may be running on the core's
+//! work queue for a device whose netdev just went away. The core runs it
+//! inside the device's unregistration lock, which `ib_unregister_device`
+//! waits for, so the entry stays in the registry past the callback:
+//! `dealloc_driver` only marks it dead, and whoever frees a dead entry
+//! (unload, or the [`REAPER`] work item the callback queues) first waits
+//! for the core with `ib_unregister_device`, then drops the reference.
+//! Unload works through every entry, live or dead, then cancels the reaper.
 //!
 //! # Netdev binding and coexistence with rdma_rxe
 //!
@@ -79,6 +89,15 @@ static LINK_OPS: KernelCell<sys::rdma_link_ops> = KernelCell(UnsafeCell::new(sys
     dellink: Some(dellink),
 }));
 
+/// Frees dead registry entries once the core is done with their devices
+/// ([`reap`]); queued by `dealloc_driver`, cancelled at unload.
+static REAPER: KernelCell<sys::work_struct> = KernelCell(UnsafeCell::new(
+    // SAFETY: an all-zero `work_struct` is a valid placeholder;
+    // `Registration::new` initializes it (`INIT_WORK`) before any device
+    // exists.
+    unsafe { core::mem::MaybeUninit::zeroed().assume_init() },
+));
+
 static NETDEV_NB: KernelCell<sys::notifier_block> =
     KernelCell(UnsafeCell::new(sys::notifier_block {
         notifier_call: Some(netdev_event),
@@ -98,6 +117,9 @@ impl Registration {
         crate::net::init();
         crate::transport::init();
         crate::mcast::init();
+        // SAFETY: `REAPER` is static and not queued yet; `reap` is its work
+        // function. `Drop` cancels it.
+        unsafe { sys::rroce_helper_init_work(REAPER.get(), Some(reap)) };
         // SAFETY: `NETDEV_NB` is a static notifier block that stays
         // registered until `Drop`, which unregisters it.
         to_result(unsafe { sys::register_netdevice_notifier(NETDEV_NB.get()) })?;
@@ -114,46 +136,64 @@ impl Drop for Registration {
         unsafe { sys::rdma_link_unregister(LINK_OPS.get()) };
         // SAFETY: registered in `new`; after this no notifier call is running.
         unsafe { sys::unregister_netdevice_notifier(NETDEV_NB.get()) };
-        // Unregister every remaining device, including one the core is
-        // already unregistering from its own work queue (after a netdev
-        // went away): `ib_unregister_device` serializes with that on the
+        // Unregister every remaining device, and wait for the core to be
+        // done with every device it is unregistering on its own work queue
+        // (a netdev went away; unregistering the notifier above queued the
+        // rest): `ib_unregister_device` serializes with that on the
         // device's unregistration lock, inside which `dealloc_driver` runs,
         // so once it returns no rroce code runs for the device any more
         // (the fence `ib_unregister_driver` gives; rroce cannot use that,
-        // as it shares rdma_rxe's driver id). A device in the registry is
-        // still allocated: entries are removed in `dealloc_driver`.
+        // as it shares rdma_rxe's driver id). Such a device is still in
+        // the registry, dead once its `dealloc_driver` has started (see the
+        // module docs), and listed devices are allocated.
         let mut last = null_mut();
         loop {
-            let next = {
-                let list = DEVICES.lock();
-                let Some(slot) = list.slots.iter().find(|d| d.dev != 0) else {
-                    break;
-                };
-                let dev = slot.dev as *mut sys::ib_device;
-                if dev == last {
-                    // Unregistered, yet still here: reported below.
-                    break;
+            let (dev, dead) = {
+                let mut list = DEVICES.lock();
+                if let Some(dev) = list.take_dead() {
+                    // The entry's reference is ours now.
+                    (dev, true)
+                } else {
+                    let Some(dev) = list.first_live() else {
+                        break;
+                    };
+                    if dev == last {
+                        // Unregistered, yet still live: reported below.
+                        break;
+                    }
+                    // SAFETY: listed, so allocated (type invariant of
+                    // `DeviceSlot`); the hold keeps it past the reaper
+                    // freeing its entry once it is dead.
+                    unsafe { sys::rroce_helper_ib_device_hold(dev) };
+                    (dev, false)
                 }
-                // SAFETY: `dev` is live (see above) and the registry lock
-                // keeps `dealloc_driver` from completing meanwhile; the
-                // hold keeps its memory past that.
-                unsafe { sys::rroce_helper_ib_device_hold(dev) };
-                dev
             };
-            // SAFETY: held above; a device being or already unregistered is
-            // fine for `ib_unregister_device`, which then only waits.
-            unsafe {
-                sys::ib_unregister_device(next);
-                sys::rroce_helper_ib_device_unhold(next);
+            if dead {
+                // SAFETY: a dead entry just freed; its reference is ours.
+                unsafe { fence_and_put(dev) };
+                continue;
             }
-            last = next;
+            // SAFETY: held; a device being or already unregistered is fine
+            // for `ib_unregister_device`, which then only waits. Its entry
+            // is dead afterwards, freed by the next round or the reaper.
+            unsafe {
+                sys::ib_unregister_device(dev);
+                sys::rroce_helper_ib_device_unhold(dev);
+            }
+            last = dev;
         }
+        // A reaper still waiting for the core (for an entry it took before
+        // the loop above saw it) finishes; `dealloc_driver` cannot queue it
+        // again, as no device is left.
+        // SAFETY: initialized in `new`; not called from the work itself.
+        unsafe { sys::rroce_helper_cancel_work_sync(REAPER.get()) };
         if !DEVICES.lock().is_empty() {
             pr_warn!("devices still registered at unload\n");
         }
         // The devices' QPs are gone, so are their groups; the table's
         // memory goes with the module.
         crate::mcast::exit();
+        pr_info!("unloaded\n");
     }
 }
 
@@ -307,7 +347,16 @@ unsafe fn register(
     // module docs; the registry holds it, with a reference.
     // SAFETY: `ndev` is valid per the caller.
     unsafe { sys::rroce_helper_dev_hold(ndev) };
-    if let Err(e) = DEVICES.lock().insert(ibdev, ndev) {
+    // SAFETY: `ibdev` is allocated (by `alloc_device`) and not listed.
+    let mut listed = unsafe { DEVICES.lock().insert(ibdev, ndev) };
+    if listed.is_err() {
+        // Entries of devices just removed may be waiting for the reaper.
+        reap_dead();
+        // SAFETY: as above.
+        listed = unsafe { DEVICES.lock().insert(ibdev, ndev) };
+    }
+    // The registry lock is dropped: the unwinding below sleeps.
+    if let Err(e) = listed {
         // SAFETY: drops the reference taken above; `ibdev` was never
         // registered, so we still own it.
         unsafe {
@@ -323,12 +372,13 @@ unsafe fn register(
         // On failure the core has not called `dealloc_driver`.
         let held = DEVICES.lock().remove(ibdev);
         registry::wait_readers();
-        // SAFETY: drops the registry's netdev reference; registration
-        // failed, so we still own `ibdev`.
+        // SAFETY: drops the registry's netdev and device references;
+        // registration failed, so we still own `ibdev`.
         unsafe {
             if let Some(n) = held {
                 sys::rroce_helper_dev_put(n);
             }
+            sys::rroce_helper_ib_device_unhold(ibdev);
             sys::ib_dealloc_device(ibdev);
         }
         return Err(Error::from_errno(err));
@@ -345,15 +395,17 @@ unsafe extern "C" fn dellink(_ibdev: *mut sys::ib_device) -> c_int {
     0
 }
 
-/// The `dealloc_driver` op: the device leaves the registry and releases
-/// its state; the core frees the memory after this returns.
+/// The `dealloc_driver` op: the device's registry entry goes dead and the
+/// device releases its state; the core frees the memory once this returns
+/// and the entry's reference is dropped ([`reap`]).
 ///
 /// # Safety
 ///
 /// Called only by the RDMA core through rroce's `ib_device_ops`, once, for
 /// one of rroce's devices, after every object of it is gone.
 unsafe extern "C" fn dealloc_driver(ibdev: *mut sys::ib_device) {
-    if let Some(ndev) = DEVICES.lock().remove(ibdev) {
+    let held = DEVICES.lock().mark_dead(ibdev);
+    if let Some(ndev) = held {
         // SAFETY: the registry held this reference.
         unsafe { sys::rroce_helper_dev_put(ndev) };
     }
@@ -361,10 +413,64 @@ unsafe extern "C" fn dealloc_driver(ibdev: *mut sys::ib_device) {
     // slot before the core frees the device.
     registry::wait_readers();
     // SAFETY: ours and no longer used by anyone: every object is gone and
-    // no packet can find the device (it left the registry above).
+    // no packet or lookup can find the device (its entry is dead).
     let net = unsafe { RroceDev::release(ibdev) };
     if net != 0 {
         crate::net::put(net);
+    }
+    // Test builds: hold the callback open (tests/vm/t41-unload.sh).
+    #[cfg(CONFIG_KUNIT)]
+    // SAFETY: plain call in process context (as `dealloc_driver` is).
+    unsafe {
+        sys::rroce_helper_test_dealloc_delay()
+    };
+    // SAFETY: initialized at module init; unload cancels it only after
+    // every device's unregistration, this one's included, has finished.
+    unsafe { sys::rroce_helper_queue_work(REAPER.get()) };
+}
+
+/// [`REAPER`]'s work function: frees every dead registry entry.
+///
+/// # Safety
+///
+/// Called by the workqueue for [`REAPER`].
+unsafe extern "C" fn reap(_work: *mut sys::work_struct) {
+    reap_dead();
+}
+
+/// Frees every dead registry entry, each once the core has left its
+/// device's unregistration. Process context; sleeps.
+fn reap_dead() {
+    loop {
+        // The registry lock is dropped before waiting.
+        let Some(dev) = DEVICES.lock().take_dead() else {
+            break;
+        };
+        // SAFETY: the entry's reference, now ours, keeps `dev` allocated.
+        unsafe { fence_and_put(dev) };
+    }
+}
+
+/// Waits for a queued or running reaper (KUnit: after an unregistration).
+#[cfg(CONFIG_KUNIT)]
+pub(crate) fn flush_reaper() {
+    // SAFETY: initialized at module init (KUnit runs after it).
+    unsafe { sys::rroce_helper_flush_work(REAPER.get()) };
+}
+
+/// Waits until the core has left `dev`'s unregistration (so its
+/// `dealloc_driver` has returned), then drops a dead entry's reference.
+///
+/// # Safety
+///
+/// `dev` comes from a dead registry entry just freed, whose reference on
+/// `dev` the caller now owns.
+unsafe fn fence_and_put(dev: *mut sys::ib_device) {
+    // SAFETY: allocated (the reference); `dealloc_driver` has started, so
+    // the device is being or has been unregistered and this only waits.
+    unsafe {
+        sys::ib_unregister_device(dev);
+        sys::rroce_helper_ib_device_unhold(dev);
     }
 }
 

@@ -8,7 +8,13 @@
 //!
 //! Lock order: `DEVICES` is a leaf, IRQ-safe spinlock (`get_netdev` may be
 //! called in atomic context); nothing is called into the RDMA core while
-//! holding it except `ib_device_try_get()` and `dev_hold()`.
+//! holding it except `ib_device_try_get()`, `get_device()` and `dev_hold()`.
+//!
+//! A device stays listed from registration until the core is done with it,
+//! not only until its `dealloc_driver` runs: that callback marks its slot
+//! dead, and whoever frees a dead slot first waits for the core to leave
+//! the device's unregistration (module unload, or `crate::link`'s reaper),
+//! so unload cannot miss a callback still running (see `crate::link`).
 //!
 //! The receive path takes no lock: every change to a slot's pair is
 //! mirrored, under `DEVICES`, into [`RX`], which a packet's lookup
@@ -32,14 +38,32 @@ pub(crate) const MAX_DEVICES: usize = 64;
 ///
 /// # Invariants
 ///
-/// `dev` is 0 for a free slot, else the address of an allocated rroce
-/// `ib_device` (the slot is cleared in `dealloc_driver`, before the core
-/// frees it). `ndev` is 0 or a netdev on which this slot holds a reference
-/// (`dev_hold`), dropped when the netdev unregisters or the slot is freed.
+/// `dev` is 0 for a free slot, else the address of an rroce `ib_device` on
+/// which the slot holds a reference (`get_device`, taken by
+/// [`DeviceList::insert`], dropped by whoever frees the slot), so its
+/// memory stays allocated while listed. `dead` says its `dealloc_driver`
+/// has started: its rroce state is released or being released, and it is
+/// found by nothing but [`DeviceList::take_dead`]. `ndev` is 0 (always, for
+/// a dead slot) or a netdev on which this slot holds a reference
+/// (`dev_hold`), dropped when the netdev unregisters or the device dies.
 #[derive(Clone, Copy)]
 pub(crate) struct DeviceSlot {
     pub(crate) dev: usize,
     pub(crate) ndev: usize,
+    pub(crate) dead: bool,
+}
+
+impl DeviceSlot {
+    const FREE: Self = Self {
+        dev: 0,
+        ndev: 0,
+        dead: false,
+    };
+
+    /// A registered device whose rroce state is in place.
+    fn live(&self) -> bool {
+        self.dev != 0 && !self.dead
+    }
 }
 
 /// Registered devices.
@@ -50,11 +74,17 @@ pub(crate) struct DeviceList {
 impl DeviceList {
     const fn new() -> Self {
         Self {
-            slots: [DeviceSlot { dev: 0, ndev: 0 }; MAX_DEVICES],
+            slots: [DeviceSlot::FREE; MAX_DEVICES],
         }
     }
 
-    pub(crate) fn insert(
+    /// Lists `dev`, bound to `ndev` (whose reference the caller hands
+    /// over), taking a reference on `dev`'s memory for the slot.
+    ///
+    /// # Safety
+    ///
+    /// `dev` is an allocated rroce `ib_device`, not listed yet.
+    pub(crate) unsafe fn insert(
         &mut self,
         dev: *mut sys::ib_device,
         ndev: *mut sys::net_device,
@@ -65,16 +95,22 @@ impl DeviceList {
             .enumerate()
             .find(|(_, d)| d.dev == 0)
             .ok_or(ENOSPC)?;
+        // SAFETY: `dev` is allocated per the caller.
+        unsafe { sys::rroce_helper_ib_device_hold(dev) };
+        // INVARIANT: the slot holds the reference just taken.
         *slot = DeviceSlot {
             dev: dev as usize,
             ndev: ndev as usize,
+            dead: false,
         };
         RX.publish(i, *slot);
         Ok(())
     }
 
-    /// Frees the slot of `dev`, returning its netdev (whose reference the
-    /// caller must drop) if it still had one.
+    /// Frees the slot of `dev` (its registration failed, so the core never
+    /// called into it), returning its netdev (whose reference the caller
+    /// must drop) if it still had one. The caller also owns the slot's
+    /// reference on `dev` and drops it with `rroce_helper_ib_device_unhold`.
     pub(crate) fn remove(&mut self, dev: *mut sys::ib_device) -> Option<*mut sys::net_device> {
         let (i, slot) = self
             .slots
@@ -82,9 +118,37 @@ impl DeviceList {
             .enumerate()
             .find(|(_, d)| d.dev == dev as usize)?;
         let ndev = slot.ndev;
-        *slot = DeviceSlot { dev: 0, ndev: 0 };
+        *slot = DeviceSlot::FREE;
         RX.publish(i, *slot);
         (ndev != 0).then_some(ndev as *mut sys::net_device)
+    }
+
+    /// Marks `dev`'s slot dead (its `dealloc_driver` runs), returning its
+    /// netdev (whose reference the caller must drop) if it still had one.
+    /// The slot stays listed until [`DeviceList::take_dead`].
+    pub(crate) fn mark_dead(&mut self, dev: *mut sys::ib_device) -> Option<*mut sys::net_device> {
+        let (i, slot) = self
+            .slots
+            .iter_mut()
+            .enumerate()
+            .find(|(_, d)| d.live() && d.dev == dev as usize)?;
+        let ndev = slot.ndev;
+        slot.ndev = 0;
+        slot.dead = true;
+        RX.publish(i, *slot);
+        (ndev != 0).then_some(ndev as *mut sys::net_device)
+    }
+
+    /// Frees a dead slot and returns its device, whose reference the caller
+    /// now owns: it must wait for the core to finish the device's
+    /// unregistration (`ib_unregister_device`, which then only waits) and
+    /// drop the reference with `rroce_helper_ib_device_unhold`.
+    pub(crate) fn take_dead(&mut self) -> Option<*mut sys::ib_device> {
+        let slot = self.slots.iter_mut().find(|d| d.dev != 0 && d.dead)?;
+        let dev = slot.dev as *mut sys::ib_device;
+        // Dead slots are not mirrored in `RX` (see `RxSlots::publish`).
+        *slot = DeviceSlot::FREE;
+        Some(dev)
     }
 
     /// Unbinds the netdev `ndev` (unregistering) from its device's slot,
@@ -98,20 +162,36 @@ impl DeviceList {
             .slots
             .iter_mut()
             .enumerate()
-            .find(|(_, d)| d.dev != 0 && d.ndev == ndev as usize)?;
+            .find(|(_, d)| d.live() && d.ndev == ndev as usize)?;
         slot.ndev = 0;
         RX.publish(i, *slot);
         Some(ndev)
     }
 
+    /// The live slot of `dev`.
     pub(crate) fn by_dev(&self, dev: *mut sys::ib_device) -> Option<&DeviceSlot> {
-        self.slots.iter().find(|d| d.dev == dev as usize)
+        self.slots
+            .iter()
+            .find(|d| d.live() && d.dev == dev as usize)
     }
 
+    /// The live slot bound to `ndev`.
     pub(crate) fn by_ndev(&self, ndev: *mut sys::net_device) -> Option<&DeviceSlot> {
         self.slots
             .iter()
-            .find(|d| d.dev != 0 && d.ndev == ndev as usize)
+            .find(|d| d.live() && d.ndev == ndev as usize)
+    }
+
+    /// The first live device (module unload works through them).
+    pub(crate) fn first_live(&self) -> Option<*mut sys::ib_device> {
+        let slot = self.slots.iter().find(|d| d.live())?;
+        Some(slot.dev as *mut sys::ib_device)
+    }
+
+    /// Whether `dev` has an entry, live or dead.
+    #[cfg(CONFIG_KUNIT)]
+    pub(crate) fn lists(&self, dev: *mut sys::ib_device) -> bool {
+        self.slots.iter().any(|d| d.dev == dev as usize)
     }
 
     pub(crate) fn is_empty(&self) -> bool {
@@ -140,16 +220,18 @@ static RX: RxSlots = RxSlots {
 };
 
 impl RxSlots {
-    /// Mirrors slot `i` (the caller holds `DEVICES`). A reader that sees
-    /// the new netdev also sees the new device; one that sees a cleared
-    /// netdev skips the slot.
+    /// Mirrors slot `i` (the caller holds `DEVICES`), a dead slot as a
+    /// free one. A reader that sees the new netdev also sees the new
+    /// device; one that sees a cleared netdev skips the slot.
     fn publish(&self, i: usize, slot: DeviceSlot) {
         let (Some(dev), Some(ndev)) = (self.dev.get(i), self.ndev.get(i)) else {
             return;
         };
+        let slot = if slot.dead { DeviceSlot::FREE } else { slot };
         ndev.store(0, Ordering::Release);
-        // INVARIANT: a device leaving the slot is freed only after
-        // `wait_readers`.
+        // INVARIANT: a device leaving the slot (freed or dead) is freed
+        // only after `wait_readers` (called by `dealloc_driver` and by a
+        // failed registration).
         dev.store(slot.dev, Ordering::Release);
         ndev.store(slot.ndev, Ordering::Release);
     }
@@ -203,7 +285,7 @@ pub(crate) fn device_of_netdev(ndev: *mut sys::net_device) -> Option<*mut sys::i
     let list = DEVICES.lock();
     let dev = list.by_ndev(ndev)?.dev as *mut sys::ib_device;
     // SAFETY: `dev` is allocated while in the registry (type invariant of
-    // `DeviceSlot`), and the lock keeps `dealloc_driver` from finishing.
+    // `DeviceSlot`); a device being unregistered fails the try.
     (unsafe { sys::rroce_helper_ib_device_try_get(dev) } != 0).then_some(dev)
 }
 
@@ -215,11 +297,11 @@ pub(crate) fn device_of_gid(net: usize, gid: &[u8; 16]) -> Option<*mut sys::ib_d
     let mut n = 0;
     {
         let list = DEVICES.lock();
-        for slot in list.slots.iter().filter(|d| d.dev != 0) {
+        for slot in list.slots.iter().filter(|d| d.live()) {
             let dev = slot.dev as *mut sys::ib_device;
-            // SAFETY: allocated while listed; the lock keeps
-            // `dealloc_driver` from finishing. `net` is read-only after
-            // registration.
+            // SAFETY: allocated while listed; live, and the lock keeps
+            // `dealloc_driver` from marking it dead meanwhile, so its state
+            // is in place. `net` is read-only after registration.
             let same_net = unsafe { RroceDev::from_ib(dev) }.net() == net;
             // SAFETY: as above.
             if same_net && unsafe { sys::rroce_helper_ib_device_try_get(dev) } != 0 {

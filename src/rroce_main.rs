@@ -50,9 +50,3 @@ impl kernel::Module for Rroce {
         Ok(Rroce { _reg: reg })
     }
 }
-
-impl Drop for Rroce {
-    fn drop(&mut self) {
-        pr_info!("unloaded\n");
-    }
-}

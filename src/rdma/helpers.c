@@ -6,6 +6,8 @@
 #include <linux/vmalloc.h>
 #include <linux/mm.h>
 #include <linux/workqueue.h>
+#include <linux/delay.h>
+#include <linux/moduleparam.h>
 #include <linux/cpumask.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/uverbs_ioctl.h>
@@ -705,6 +707,27 @@ struct net_device *rroce_helper_vlan_real_dev(struct net_device *ndev)
 }
 
 #if IS_ENABLED(CONFIG_KUNIT)
+/*
+ * Test builds only (the module built without KUnit has no such parameter):
+ * how long dealloc_driver sleeps at its end, so that tests/vm can unload the
+ * module while the RDMA core is still inside that callback for a device whose
+ * unregistration it queued (a netdev went away). Unload must wait for it.
+ */
+static unsigned int test_dealloc_delay_ms;
+module_param(test_dealloc_delay_ms, uint, 0644);
+MODULE_PARM_DESC(test_dealloc_delay_ms, "test builds: sleep this long at the end of dealloc_driver");
+
+void rroce_helper_test_dealloc_delay(void)
+{
+	unsigned int ms = READ_ONCE(test_dealloc_delay_ms);
+
+	if (!ms)
+		return;
+	pr_info("rroce: test: dealloc_driver sleeps %u ms\n", ms);
+	msleep(ms);
+	pr_info("rroce: test: dealloc_driver slept %u ms\n", ms);
+}
+
 int rroce_helper_test_sg_map(struct ib_device *dev, struct scatterlist *sg, void *buf,
 			     unsigned int len)
 {

@@ -190,6 +190,10 @@ void rroce_helper_test_sg_unmap(struct ib_device *dev, struct scatterlist *sg);
  * most @frag bytes each, or (@frag_list) in one skb of its frag list. */
 struct sk_buff *rroce_helper_test_rx_skb(const u8 *pkt, u32 len, u32 l3_len, u32 linear,
 					 u32 frag, bool frag_list);
+/* KUnit builds only: sleeps for the module parameter test_dealloc_delay_ms
+ * (0, the default: returns at once), logging before and after, so a test
+ * can hold a device's dealloc_driver open while the module unloads. */
+void rroce_helper_test_dealloc_delay(void);
 
 /* On-demand paging (see helpers.c). */
 struct rroce_odp;

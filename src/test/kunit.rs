@@ -256,6 +256,7 @@ selftest_suite!(
         rejected_modify_changes_nothing,
         qp_table_full,
         query_ah_returns_its_address,
+        entry_outlives_dealloc,
     ]
 );
 

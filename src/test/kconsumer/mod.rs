@@ -664,6 +664,7 @@ fn wr_id(wc: &sys::ib_wc) -> u64 {
 }
 
 mod cq;
+mod devlife;
 mod fastreg;
 mod peer;
 mod qplife;
@@ -676,6 +677,7 @@ pub(crate) mod selftest {
         callback_on_vector_cpu, concurrent_producers, fire_on_arm, overrun_is_fatal,
         resize_under_load, solicited_and_errors,
     };
+    pub(crate) use super::devlife::entry_outlives_dealloc;
     pub(crate) use super::qplife::{
         qp_table_full, query_ah_returns_its_address, query_fills_every_field,
         rejected_modify_changes_nothing, reset_quiesces_qp,
