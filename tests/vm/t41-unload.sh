@@ -35,7 +35,7 @@ unload_round() {
 	for i in $(seq 0 $((del - 1))); do ip link del dumu$i; done
 	# Unload only once the core's work queue is inside each deleted
 	# device's callback (which has removed it from rroce's registry).
-	for _ in $(seq 100); do
+	for _ in $(seq 200); do
 		[ "$(klog_since "unload_$name" | grep -c "dealloc_driver sleeps")" -ge "$del" ] && break
 		sleep 0.05
 	done
@@ -78,7 +78,8 @@ full_table() {
 	klog_mark unload_full
 	ip link add dumf$n type dummy && ip link set dumf$n up
 	expect_fail unload.full.one_more_refused rdma link add roff$n type rroce netdev dumf$n
-	check unload.full.says_why sh -c "dmesg | tail -20 | grep -q 'too many rroce devices'"
+	says_why() { klog_since unload_full | grep -q 'too many rroce devices'; }
+	check unload.full.says_why says_why
 	check unload.full.del_then_add sh -c "rdma link del roff0 && rdma link add roff0 type rroce netdev dumf0"
 	check unload.full.rmmod rmmod rroce
 	check unload.full.devices_gone sh -c "! rdma link | grep -q roff"
