@@ -184,7 +184,8 @@ impl Drop for Registration {
         }
         // A reaper still waiting for the core (for an entry it took before
         // the loop above saw it) finishes; `dealloc_driver` cannot queue it
-        // again, as no device is left.
+        // again, as no device is left (unless one stayed live, reported
+        // below), and a racing queueing is dropped while this waits.
         // SAFETY: initialized in `new`; not called from the work itself.
         unsafe { sys::rroce_helper_cancel_work_sync(REAPER.get()) };
         if !DEVICES.lock().is_empty() {
