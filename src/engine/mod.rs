@@ -13,6 +13,7 @@
 
 pub mod fastreg;
 pub mod gso;
+pub mod handover;
 pub mod icrc;
 pub mod index;
 pub mod mw;

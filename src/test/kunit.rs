@@ -78,6 +78,12 @@ selftest_suite!(
 );
 
 selftest_suite!(
+    rroce_engine_handover,
+    crate::engine::handover::selftest,
+    [keeps_order, alone_stays, by_size_and_role, role_index, role_state,]
+);
+
+selftest_suite!(
     rroce_engine_psn,
     crate::engine::psn::selftest,
     [construction, wrap, diff, window, classify,]

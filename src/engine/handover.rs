@@ -1,0 +1,561 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Where a received packet is processed: in the softirq that received it,
+//! or by the receive thread of another CPU.
+//!
+//! A software RoCE device does its heaviest work per byte twice: the
+//! sender computes the ICRC and copies the payload in, the receiver checks
+//! the ICRC and copies it out. When both ends live on one host (the
+//! benchmark, a container pair, a VM and its host) the receive runs in the
+//! softirq of the CPU that sent, right after the send, so both passes land
+//! on one CPU while the others idle. Handing large received packets to a
+//! receive thread on another CPU splits the passes (see
+//! `Documentation/benchmark.rst`, "Handing receive to the other CPU").
+//!
+//! The decision is made per packet, after the device and the QP are found,
+//! for one of the QP's two receive roles: its *requests* (the responder's
+//! work: SEND, WRITE, READ request, atomic) and its *responses* (the
+//! requester's: READ responses, ACKs, atomic ACKs). Each role keeps its
+//! packets in arrival order: while a role has packets waiting on a thread,
+//! every later packet of that role joins them there ([`place`]). The two
+//! roles are independent state machines of the transport (their own
+//! PSNs), as rdma_rxe's responder and completer tasks are.
+//!
+//! Nothing here touches the kernel: the glue (`crate::net`, `crate::recv`)
+//! reads the CPU numbers, keeps a [`RoleState`] per QP role and carries
+//! the packet.
+
+use core::sync::atomic::{AtomicU64, Ordering};
+
+/// The receive role of a packet within its QP.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// Requests to the QP's responder.
+    Requests = 0,
+    /// Responses and acknowledgements to the QP's requester.
+    Responses = 1,
+}
+
+impl Role {
+    /// The role as an index (0 or 1), and back.
+    pub const fn index(self) -> usize {
+        self as usize
+    }
+
+    /// The role numbered `i` by [`Role::index`]; anything but 0 is
+    /// [`Role::Responses`].
+    pub const fn from_index(i: u32) -> Role {
+        if i == 0 {
+            Role::Requests
+        } else {
+            Role::Responses
+        }
+    }
+}
+
+/// Packets of at least this many bytes (RoCE headers through ICRC) are
+/// worth a hand-over: below it, the wake-up costs more than the CRC and
+/// copy it moves (the 64-byte and latency rows lost when every packet
+/// went).
+pub const MIN_HANDED_LEN: usize = 512;
+
+/// The packets of one QP role waiting on a receive thread: how many, and
+/// on which CPU's thread (meaningless when there are none). Kept in one
+/// 64-bit word ([`RoleState`]) so that one compare-and-swap changes both:
+/// two CPUs handing over packets of one role at once cannot send them to
+/// two threads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Waiting {
+    /// Packets handed over and not yet processed.
+    pub count: u32,
+    /// The CPU whose thread has them.
+    pub cpu: u32,
+}
+
+impl Waiting {
+    /// Nothing waits.
+    pub const NONE: Waiting = Waiting { count: 0, cpu: 0 };
+
+    /// The state a word of [`RoleState`] holds.
+    pub const fn from_word(w: u64) -> Self {
+        Waiting {
+            count: w as u32,
+            cpu: (w >> 32) as u32,
+        }
+    }
+
+    /// The word that holds this state.
+    pub const fn to_word(self) -> u64 {
+        ((self.cpu as u64) << 32) | self.count as u64
+    }
+
+    /// The state once one more packet waits on `cpu`'s thread; `None` if
+    /// that would break the role's order (others wait on another CPU) or
+    /// the count is full.
+    pub fn join(self, cpu: u32) -> Option<Waiting> {
+        if self.count > 0 && self.cpu != cpu {
+            return None;
+        }
+        Some(Waiting {
+            count: self.count.checked_add(1)?,
+            cpu,
+        })
+    }
+
+    /// The state once one waiting packet was processed; `None` if none
+    /// waited.
+    pub fn leave(self) -> Option<Waiting> {
+        Some(Waiting {
+            count: self.count.checked_sub(1)?,
+            cpu: self.cpu,
+        })
+    }
+}
+
+/// Where the CPUs stand when a packet arrives (read only when the
+/// decision needs it: [`place`] asks for it through a closure).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Cpus {
+    /// The CPU whose thread takes this CPU's hand-overs; `None` without
+    /// receive threads, with one CPU, or with the hand-over turned off.
+    pub other: Option<u32>,
+    /// Whether this CPU's own receive thread took a request within the
+    /// last tick (the responder works here: an ACK arriving here was most
+    /// likely sent by that thread, and is its requester's business).
+    pub here_takes_requests: bool,
+}
+
+/// What the receive path knows of a packet when it decides.
+#[derive(Clone, Copy, Debug)]
+pub struct Arrival {
+    /// The packet's role in its QP.
+    pub role: Role,
+    /// Its length, RoCE headers through ICRC.
+    pub len: usize,
+    /// Its role's packets waiting on a thread.
+    pub waiting: Waiting,
+}
+
+/// Where the packet is processed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Place {
+    /// Here, now.
+    Here,
+    /// By the receive thread of this CPU.
+    Thread(u32),
+}
+
+/// Decides where a received packet is processed; `cpus` is called (at
+/// most once) only if the answer depends on it.
+///
+/// 1. Behind packets of its QP and role that wait on a thread, on that
+///    thread, whatever else holds (arrival order within a role is kept,
+///    even if the hand-over was turned off meanwhile).
+/// 2. A small request (below [`MIN_HANDED_LEN`]), here.
+/// 3. Without another CPU, here.
+/// 4. A packet of [`MIN_HANDED_LEN`] bytes or more (a request's or READ
+///    response's payload to check and copy), on the other CPU.
+/// 5. A small response (an ACK) arriving on a CPU whose thread takes
+///    requests, on the other CPU: the requester's completer and the
+///    transmit it restarts then run where its consumer does, not beside
+///    the responder.
+/// 6. Anything else (ACKs elsewhere), here.
+pub fn place(a: &Arrival, cpus: impl FnOnce() -> Cpus) -> Place {
+    if a.waiting.count > 0 {
+        return Place::Thread(a.waiting.cpu);
+    }
+    let large = a.len >= MIN_HANDED_LEN;
+    if !large && a.role == Role::Requests {
+        return Place::Here;
+    }
+    let c = cpus();
+    let Some(other) = c.other else {
+        return Place::Here;
+    };
+    if large || c.here_takes_requests {
+        return Place::Thread(other);
+    }
+    Place::Here
+}
+
+/// One QP role's [`Waiting`] state, shared by every CPU that receives
+/// for the QP and the threads that process its handed packets.
+pub struct RoleState(AtomicU64);
+
+impl Default for RoleState {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl RoleState {
+    /// Nothing waiting.
+    pub const fn new() -> Self {
+        RoleState(AtomicU64::new(Waiting::NONE.to_word()))
+    }
+
+    /// The packets waiting now.
+    pub fn waiting(&self) -> Waiting {
+        Waiting::from_word(self.0.load(Ordering::Acquire))
+    }
+
+    /// Places a packet of this role: `decide` (given what waits; called
+    /// again if another CPU changed that meanwhile) says where, and a
+    /// packet placed on a thread is counted there in the same atomic
+    /// step, so every packet of the role that follows sees it.
+    pub fn place(&self, mut decide: impl FnMut(Waiting) -> Place) -> Place {
+        let mut cur = self.0.load(Ordering::Acquire);
+        loop {
+            let w = Waiting::from_word(cur);
+            let p = decide(w);
+            let Place::Thread(cpu) = p else {
+                return p;
+            };
+            let Some(next) = w.join(cpu) else {
+                // Only a decision that ignores what waits gets here
+                // (`place` never does), or four billion waiting packets.
+                return Place::Here;
+            };
+            match self.0.compare_exchange_weak(
+                cur,
+                next.to_word(),
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return p,
+                Err(now) => cur = now,
+            }
+        }
+    }
+
+    /// A packet placed on a thread was processed (or dropped): the last
+    /// access to the state for it.
+    pub fn done(&self) {
+        let _ = self
+            .0
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |w| {
+                Waiting::from_word(w).leave().map(Waiting::to_word)
+            });
+    }
+}
+
+/// Deterministic checks of [`place`] and [`RoleState`], shared by the host
+/// tests and KUnit.
+#[cfg(any(test, CONFIG_KUNIT))]
+pub mod selftest {
+    use super::{place, Arrival, Cpus, Place, Role, RoleState, Waiting, MIN_HANDED_LEN};
+
+    /// Fails with `msg` unless `cond` holds.
+    fn check(cond: bool, msg: &'static str) -> Result<(), &'static str> {
+        if cond {
+            Ok(())
+        } else {
+            Err(msg)
+        }
+    }
+
+    fn arrival(role: Role, len: usize) -> Arrival {
+        Arrival {
+            role,
+            len,
+            waiting: Waiting::NONE,
+        }
+    }
+
+    fn two(here_takes_requests: bool) -> impl FnOnce() -> Cpus {
+        move || Cpus {
+            other: Some(1),
+            here_takes_requests,
+        }
+    }
+
+    /// A packet behind waiting ones of its role goes where they wait,
+    /// whatever its size, and even with the hand-over off.
+    pub fn keeps_order() -> Result<(), &'static str> {
+        for role in [Role::Requests, Role::Responses] {
+            for len in [0, 64, MIN_HANDED_LEN, 4096] {
+                for other in [None, Some(1), Some(3)] {
+                    let a = Arrival {
+                        waiting: Waiting { count: 2, cpu: 5 },
+                        ..arrival(role, len)
+                    };
+                    let cpus = move || Cpus {
+                        other,
+                        here_takes_requests: false,
+                    };
+                    check(
+                        place(&a, cpus) == Place::Thread(5),
+                        "a packet must follow its waiting role",
+                    )?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Without another CPU nothing is handed over.
+    pub fn alone_stays() -> Result<(), &'static str> {
+        for role in [Role::Requests, Role::Responses] {
+            let cpus = || Cpus {
+                other: None,
+                here_takes_requests: true,
+            };
+            check(
+                place(&arrival(role, 4096), cpus) == Place::Here,
+                "no other CPU: here",
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Large packets of either role go to the other CPU; small requests
+    /// stay (without asking where the CPUs stand); small responses go only
+    /// where the thread takes requests.
+    pub fn by_size_and_role() -> Result<(), &'static str> {
+        check(
+            place(&arrival(Role::Requests, MIN_HANDED_LEN), two(false)) == Place::Thread(1),
+            "a large request goes",
+        )?;
+        check(
+            place(&arrival(Role::Responses, 4096), two(false)) == Place::Thread(1),
+            "a large response goes",
+        )?;
+        let mut asked = false;
+        let p = place(&arrival(Role::Requests, MIN_HANDED_LEN - 1), || {
+            asked = true;
+            two(true)()
+        });
+        check(p == Place::Here, "a small request stays")?;
+        check(!asked, "a small request does not ask where the CPUs stand")?;
+        check(
+            place(&arrival(Role::Responses, 28), two(false)) == Place::Here,
+            "an ACK stays where no thread takes requests",
+        )?;
+        check(
+            place(&arrival(Role::Responses, 28), two(true)) == Place::Thread(1),
+            "an ACK where the thread takes requests goes back",
+        )
+    }
+
+    /// Role indices round-trip.
+    pub fn role_index() -> Result<(), &'static str> {
+        check(
+            Role::from_index(Role::Requests.index() as u32) == Role::Requests,
+            "requests",
+        )?;
+        check(
+            Role::from_index(Role::Responses.index() as u32) == Role::Responses,
+            "responses",
+        )?;
+        check(
+            Role::from_index(7) == Role::Responses,
+            "other indices are responses",
+        )
+    }
+
+    /// The packed state: words round-trip, joins keep one CPU, leaves
+    /// never go below zero; a role state counts what it placed on a
+    /// thread and forgets it once done.
+    pub fn role_state() -> Result<(), &'static str> {
+        let w = Waiting {
+            count: 0xdead_beef,
+            cpu: 0x1234_5678,
+        };
+        check(Waiting::from_word(w.to_word()) == w, "word round trip")?;
+        check(
+            Waiting::NONE.join(3) == Some(Waiting { count: 1, cpu: 3 }),
+            "first join",
+        )?;
+        check(
+            Waiting { count: 1, cpu: 3 }.join(4).is_none(),
+            "join elsewhere",
+        )?;
+        check(
+            Waiting {
+                count: u32::MAX,
+                cpu: 3,
+            }
+            .join(3)
+            .is_none(),
+            "join past the count",
+        )?;
+        check(Waiting::NONE.leave().is_none(), "leave below zero")?;
+        let r = RoleState::new();
+        let p = r.place(|w| {
+            place(
+                &Arrival {
+                    role: Role::Requests,
+                    len: 4096,
+                    waiting: w,
+                },
+                two(false),
+            )
+        });
+        check(p == Place::Thread(1), "placed on the thread")?;
+        check(r.waiting() == Waiting { count: 1, cpu: 1 }, "counted")?;
+        let p = r.place(|w| {
+            place(
+                &Arrival {
+                    role: Role::Requests,
+                    len: 8,
+                    waiting: w,
+                },
+                two(false),
+            )
+        });
+        check(p == Place::Thread(1), "a small one follows")?;
+        check(r.waiting().count == 2, "counted too")?;
+        r.done();
+        r.done();
+        check(r.waiting().count == 0, "both done")?;
+        r.done();
+        check(r.waiting().count == 0, "an extra done stays at zero")?;
+        let p = r.place(|w| {
+            place(
+                &Arrival {
+                    role: Role::Requests,
+                    len: 8,
+                    waiting: w,
+                },
+                two(false),
+            )
+        });
+        check(p == Place::Here, "nothing waits: a small one stays")?;
+        check(r.waiting().count == 0, "and is not counted")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::sync::Arc;
+
+    #[test]
+    fn selftests() {
+        selftest::keeps_order().unwrap();
+        selftest::alone_stays().unwrap();
+        selftest::by_size_and_role().unwrap();
+        selftest::role_index().unwrap();
+        selftest::role_state().unwrap();
+    }
+
+    fn role() -> impl Strategy<Value = Role> {
+        prop_oneof![Just(Role::Requests), Just(Role::Responses)]
+    }
+
+    /// A model of one QP role's packets through the decision: each packet
+    /// placed in turn, the threads draining at arbitrary moments in FIFO
+    /// order. Returns the order in which packets were processed.
+    fn run(
+        packets: &[(usize, bool)],
+        drains: &[bool],
+        other: Option<u32>,
+        role: Role,
+    ) -> Vec<usize> {
+        let mut done = Vec::new();
+        // One FIFO per CPU (0: here, 1: other); packets of the role only.
+        let mut fifo: [Vec<usize>; 2] = [Vec::new(), Vec::new()];
+        let state = RoleState::new();
+        for (i, &(len, recent)) in packets.iter().enumerate() {
+            if drains.get(i).copied().unwrap_or(false) {
+                for f in fifo.iter_mut() {
+                    for _ in f.iter() {
+                        state.done();
+                    }
+                    done.append(f);
+                }
+            }
+            let cpus = move || Cpus {
+                other,
+                here_takes_requests: recent,
+            };
+            match state.place(|waiting| place(&Arrival { role, len, waiting }, cpus)) {
+                Place::Here => done.push(i),
+                Place::Thread(c) => fifo[(c & 1) as usize].push(i),
+            }
+        }
+        for f in fifo.iter_mut() {
+            done.append(f);
+        }
+        done
+    }
+
+    proptest! {
+        /// Whatever the sizes, the threads' timing and the CPUs, a role's
+        /// packets are processed in the order they arrived, and none is
+        /// lost or processed twice.
+        #[test]
+        fn role_order_is_arrival_order(
+            packets in proptest::collection::vec((0usize..9000, any::<bool>()), 0..64),
+            drains in proptest::collection::vec(any::<bool>(), 0..64),
+            other in proptest::option::of(0u32..2),
+            role in role(),
+        ) {
+            let done = run(&packets, &drains, other, role);
+            let want: Vec<usize> = (0..packets.len()).collect();
+            prop_assert_eq!(done, want);
+        }
+
+        /// Nothing waits on a thread when there is no other CPU.
+        #[test]
+        fn no_other_cpu_is_inline(len in 0usize..9000, recent in any::<bool>(), role in role()) {
+            let a = Arrival { role, len, waiting: Waiting::NONE };
+            let cpus = move || Cpus { other: None, here_takes_requests: recent };
+            prop_assert_eq!(place(&a, cpus), Place::Here);
+        }
+    }
+
+    /// CPUs placing packets of one role at once, each preferring its own
+    /// "other" CPU: while a packet is counted as waiting, the state names
+    /// the CPU it was placed on, so no two threads ever hold packets of the
+    /// role at the same time. (Two separate atomics for the count and the
+    /// CPU fail this: two CPUs both see nothing waiting and send to two
+    /// threads.)
+    #[test]
+    fn concurrent_placements_agree_on_one_thread() {
+        let state = Arc::new(RoleState::new());
+        let threads: Vec<_> = (0..4u32)
+            .map(|t| {
+                let state = Arc::clone(&state);
+                std::thread::spawn(move || {
+                    for _ in 0..20_000 {
+                        let cpus = || Cpus {
+                            other: Some(t),
+                            here_takes_requests: false,
+                        };
+                        // The decision takes time (the kernel asks where the
+                        // CPUs stand): let another thread in meanwhile.
+                        let p = state.place(|waiting| {
+                            std::thread::yield_now();
+                            place(
+                                &Arrival {
+                                    role: Role::Requests,
+                                    len: 4096,
+                                    waiting,
+                                },
+                                cpus,
+                            )
+                        });
+                        let Place::Thread(c) = p else {
+                            panic!("a large packet with another CPU must be handed over");
+                        };
+                        // The packet waits on its thread a while.
+                        std::thread::yield_now();
+                        let w = state.waiting();
+                        assert!(w.count > 0, "our own packet is counted");
+                        assert_eq!(
+                            w.cpu, c,
+                            "every waiting packet of the role is on one thread"
+                        );
+                        state.done();
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert_eq!(state.waiting().count, 0);
+    }
+}
