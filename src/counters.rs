@@ -57,10 +57,16 @@ pub(crate) enum Counter {
     /// fragments, as real NICs' receive buffers are) and were read in
     /// place, without linearizing.
     RcvdPaged,
+    /// Packets handed to another CPU's receive thread
+    /// (`engine::handover`).
+    RcvdHanded,
+    /// Packets dropped because the receive thread they were to be handed
+    /// to had a full queue.
+    RcvdHandoverFull,
 }
 
 /// Number of counters.
-pub(crate) const COUNT: usize = 22;
+pub(crate) const COUNT: usize = 24;
 
 /// The names `rdma statistic` shows, in [`Counter`] order (NUL-terminated).
 const NAMES: [&[u8]; COUNT] = [
@@ -86,6 +92,8 @@ const NAMES: [&[u8]; COUNT] = [
     b"sent_nak_rem_access\0",
     b"odp_faults\0",
     b"rcvd_paged\0",
+    b"rcvd_handed\0",
+    b"rcvd_handover_full\0",
 ];
 
 /// The counters of one device; all zero is a valid initial value (the

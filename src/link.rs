@@ -191,6 +191,7 @@ impl Drop for Registration {
         if !DEVICES.lock().is_empty() {
             pr_warn!("devices still registered at unload\n");
         }
+        crate::net::exit();
         // The devices' QPs are gone, so are their groups; the table's
         // memory goes with the module.
         crate::mcast::exit();

@@ -21,9 +21,22 @@
 //! (`skb.rs`), which the C helper pushes after the route lookup (as
 //! rdma_rxe's `prepare4/6`); the ICRC is computed over the final packet
 //! there, then `ip_local_out` sends it.
+//!
+//! Large received packets may be processed by another CPU's receive
+//! thread rather than in the softirq that received them (`rxq.rs`; the
+//! receive path decides, see `engine::handover`): with both ends of a
+//! connection on one host, the sender's and the receiver's passes over
+//! the payload then run on two CPUs.
 
+mod rxq;
 pub(crate) mod skb;
 mod sock;
 
+/// Module unload, after every device: the receive threads are gone (the
+/// last device's sockets took them along; this stops them if a device
+/// stayed).
+pub(crate) fn exit() {
+    rxq::stop();
+}
 pub(crate) use skb::net_of;
 pub(crate) use sock::{get, init, put};

@@ -158,6 +158,13 @@ impl Skb {
         self.with_frags(first, frags, ndev, f)
     }
 
+    /// [`Skb::with_received`] for a packet a receive thread took over:
+    /// the same bytes, read the same way, without the netdev (a queued
+    /// packet names none, see `rroce_helper_rxq_queue()`).
+    pub(super) fn with_handed<R>(&self, f: impl FnOnce(Scatter<'_>) -> R) -> Option<R> {
+        self.with_received(|pkt, _| f(pkt))
+    }
+
     /// [`Skb::with_received`] for a packet with `n` page fragments after
     /// its linear part `first` (kept out of line: its arrays are not
     /// set up for linear packets).

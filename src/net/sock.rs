@@ -5,10 +5,13 @@
 
 use core::ptr::NonNull;
 
-use kernel::{ffi::c_int, prelude::*};
+use kernel::{ffi::c_int, prelude::*, sync::rcu};
 
-use super::skb::{Received, Skb};
-use crate::rdma::sys;
+use super::{
+    rxq,
+    skb::{Received, Skb},
+};
+use crate::{rdma::sys, recv::Verdict};
 
 /// The UDP sockets of one network namespace.
 ///
@@ -55,25 +58,30 @@ unsafe extern "C" fn encap_rcv(_sk: *mut sys::sock, skb: *mut sys::sk_buff) -> c
     };
     // SAFETY: the stack passed us the skb.
     let skb = unsafe { Skb::from_received(skb) };
-    if receive(&skb) {
-        skb.consume();
-    }
+    receive(skb);
     0
 }
 
 /// Hands a received packet to the receive path, read where the skb holds
 /// it (its linear part, with the headers pulled into it, and its page
-/// fragments): `true` if a device took it (then it is consumed, not
-/// dropped: the device's counters record what it dropped); otherwise the
-/// skb is freed as a drop when the caller drops it.
-fn receive(skb: &Skb) -> bool {
-    skb.with_received(|pkt, ndev| {
+/// fragments). A packet a device took is consumed, not dropped (the
+/// device's counters record what it dropped); one the receive path hands
+/// to another CPU's receive thread is queued there ([`rxq::queue`]), inside
+/// the RCU read-side section in which its QP was found; anything else is
+/// freed as a drop.
+fn receive(skb: Skb) {
+    let guard = rcu::read_lock();
+    let verdict = skb.with_received(|pkt, ndev| {
         // SAFETY: the netdev the packet arrived on, live in softirq
         // context while this callback runs.
         let rx = unsafe { Received::new(pkt, ndev) };
-        crate::recv::receive(&rx)
-    })
-    .unwrap_or(false)
+        crate::recv::receive(&rx, &guard)
+    });
+    match verdict {
+        Some(Verdict::Taken) => skb.consume(),
+        Some(Verdict::HandOver(h)) => rxq::queue(skb, h),
+        Some(Verdict::NotOurs) | None => drop(skb),
+    }
 }
 
 /// Takes a reference on the sockets of `ndev`'s namespace, creating them
@@ -90,7 +98,23 @@ pub(crate) unsafe fn get(ndev: *mut sys::net_device) -> Result {
         s.users += 1;
         return Ok(());
     }
-    let slot = t.slots.iter_mut().find(|s| s.users == 0).ok_or(ENOSPC)?;
+    let first = t.slots.iter().all(|s| s.users == 0);
+    if first {
+        // The module's first sockets: its receive threads go with them.
+        rxq::start();
+    }
+    let r = open(&mut t, net);
+    if r.is_err() && first {
+        rxq::stop();
+    }
+    r
+}
+
+/// Creates the sockets of namespace `net` in a free slot of `t`.
+fn open(t: &mut SockTable, net: usize) -> Result {
+    let Some(slot) = t.slots.iter_mut().find(|s| s.users == 0) else {
+        return Err(ENOSPC);
+    };
     let mut err: c_int = 0;
     // SAFETY: `net` is live (the netdev holds it); `encap_rcv` is static.
     let sock4 = unsafe {
@@ -148,6 +172,11 @@ pub(crate) fn put(net: usize) {
             // Receive callbacks still running finish before the module can
             // go away.
             sys::rroce_helper_synchronize_rcu();
+        }
+        if t.slots.iter().all(|s| s.users == 0) {
+            // The module's last sockets: no callback hands packets over
+            // any more; the threads process what they have, then stop.
+            rxq::stop();
         }
     }
 }

@@ -59,6 +59,7 @@ use kernel::{
 use crate::{
     dev::{limits, RroceDev},
     engine::{
+        handover::RoleState,
         ring::{offset, Consumer, Layout, Producer},
         wire::Transport,
     },
@@ -130,6 +131,9 @@ pub(crate) struct QpState {
     pub(crate) fixed: QpFixed,
     /// Someone is sending the packets in `TransportState::tx`.
     tx_busy: AtomicBool,
+    /// Per receive role (`engine::handover::Role`), its received packets
+    /// handed to a receive thread and not yet processed (`crate::recv`).
+    pub(crate) rx: [RoleState; 2],
     /// Sends what softirq context left in `TransportState::tx`
     /// (initialized once the state is pinned, cancelled before it is
     /// freed).
@@ -456,6 +460,7 @@ fn new_state(
             route: core::ptr::null_mut(),
         },
         tx_busy: AtomicBool::new(false),
+        rx: [RoleState::new(), RoleState::new()],
         // SAFETY: an all-zero work_struct is a valid placeholder until
         // `INIT_WORK` in `tx::start`.
         tx_work: UnsafeCell::new(unsafe { core::mem::zeroed() }),
@@ -577,6 +582,21 @@ impl RroceQp {
         // SAFETY: process context; nothing can reach the QP through the
         // table any more.
         unsafe { sys::rroce_helper_synchronize_rcu() };
+        // Packets handed to a receive thread (`crate::net`'s queues) were
+        // counted and queued inside the receive path's RCU section that
+        // found the QP, which has ended, so the counts only fall now; a
+        // thread's last touch of the QP for a packet is that count's
+        // decrement. Once they are zero (or the threads have processed
+        // everything queued before now), no packet names the QP.
+        if st.rx.iter().any(|r| r.waiting().count > 0) {
+            // SAFETY: process context.
+            unsafe { sys::rroce_helper_rxq_flush() };
+            if st.rx.iter().any(|r| r.waiting().count > 0) {
+                // A count without a packet: the QP is freed regardless
+                // (no packet names it), but the accounting is wrong.
+                pr_err!("QP {}: handed packet count leaked\n", self.ibqp.qp_num);
+            }
+        }
         // SAFETY: created with a timer and work item (`tx::start`); this is
         // the one destroy.
         unsafe { tx::stop(st) };

@@ -9,6 +9,10 @@
 #include <linux/delay.h>
 #include <linux/moduleparam.h>
 #include <linux/cpumask.h>
+#include <linux/cpu.h>
+#include <linux/kthread.h>
+#include <linux/sched.h>
+#include <linux/skbuff.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/uverbs_ioctl.h>
 #include <linux/highmem.h>
@@ -1031,4 +1035,244 @@ u32 rroce_helper_crc32_le(u32 crc, const void *p, size_t len)
 bool rroce_helper_crc32_le_fast(void)
 {
 	return crc32_optimizations() & CRC32_LE_OPTIMIZATION;
+}
+
+/*
+ * Receive hand-over (net/rxq.rs, engine/handover.rs): a real-time kthread
+ * worker per CPU that was online when the module's first UDP socket pair
+ * was made, each draining its own queue of received packets with bottom
+ * halves disabled, as the softirq that received them would have. A
+ * real-time thread (the lowest FIFO priority) runs as soon as it is woken,
+ * also on a CPU where a process busy-polls a mapped CQ and never enters
+ * the kernel (a normal-priority one waits for the tick there).
+ *
+ * A CPU taken offline keeps its worker, which the scheduler then runs
+ * elsewhere (it is handed nothing while offline); a CPU brought online
+ * later has none: it hands packets over to the next CPU that has one, but
+ * is handed none itself.
+ *
+ * The threads run at the lowest real-time priority: while a stream keeps
+ * one busy, normal tasks on its CPU get only what the real-time throttle
+ * (sched_rt_runtime_us) leaves them, as with softirq work under load
+ * before ksoftirqd takes it over.
+ */
+static bool rx_handover = true;
+module_param(rx_handover, bool, 0644);
+MODULE_PARM_DESC(rx_handover,
+		 "process large received packets on another CPU's receive thread (default: on)");
+
+/* At most this many packets wait on one CPU's thread (netdev_max_backlog's
+ * default); more are dropped, and counted on their device, as the backlog
+ * does. */
+#define RROCE_RXQ_MAX 1000
+/* Packets processed between two chances for softirqs and other threads. */
+#define RROCE_RXQ_BATCH 64
+
+struct rroce_rxq {
+	struct kthread_worker *worker;
+	struct kthread_work work;
+	struct sk_buff_head q;
+	/* jiffies when a request was last queued here. */
+	unsigned long last_request;
+};
+
+/* What a queued packet carries in its control block. */
+struct rroce_rxq_cb {
+	void *dev;
+	void *qp;
+	u32 role;
+};
+
+static DEFINE_MUTEX(rroce_rxq_lock);
+/* nr_cpu_ids entries while started (written under rroce_rxq_lock, read
+ * without it in softirq: an RCU-protected pointer). */
+static struct rroce_rxq __rcu *rroce_rxqs;
+static rroce_rxq_fn rroce_rxq_process;
+
+/* Processes @list's packets, bottom halves disabled, with a chance for
+ * softirqs and other threads every RROCE_RXQ_BATCH. */
+static void rroce_rxq_drain(struct sk_buff_head *list)
+{
+	struct sk_buff *skb;
+	unsigned int n = 0;
+
+	local_bh_disable();
+	while ((skb = __skb_dequeue(list))) {
+		struct rroce_rxq_cb *cb = (struct rroce_rxq_cb *)skb->cb;
+
+		rroce_rxq_process(skb, cb->dev, cb->qp, cb->role);
+		if (++n % RROCE_RXQ_BATCH == 0) {
+			local_bh_enable();
+			cond_resched();
+			local_bh_disable();
+		}
+	}
+	local_bh_enable();
+}
+
+/* One round: what is queued now, no more. A packet queued meanwhile queues
+ * the work again, behind anything queued on the worker before it (a
+ * flush, say), so a flush never waits for a stream to pause. */
+static void rroce_rxq_work(struct kthread_work *work)
+{
+	struct rroce_rxq *rq = container_of(work, struct rroce_rxq, work);
+	struct sk_buff_head list;
+	unsigned long flags;
+
+	__skb_queue_head_init(&list);
+	spin_lock_irqsave(&rq->q.lock, flags);
+	skb_queue_splice_init(&rq->q, &list);
+	spin_unlock_irqrestore(&rq->q.lock, flags);
+	rroce_rxq_drain(&list);
+}
+
+int rroce_helper_rxq_start(rroce_rxq_fn fn)
+{
+	struct rroce_rxq *qs;
+	int cpu, started = 0;
+
+	BUILD_BUG_ON(sizeof(struct rroce_rxq_cb) > sizeof_field(struct sk_buff, cb));
+	mutex_lock(&rroce_rxq_lock);
+	if (rcu_access_pointer(rroce_rxqs)) {
+		mutex_unlock(&rroce_rxq_lock);
+		return 0;
+	}
+	qs = kcalloc(nr_cpu_ids, sizeof(*qs), GFP_KERNEL);
+	if (!qs) {
+		mutex_unlock(&rroce_rxq_lock);
+		return -ENOMEM;
+	}
+	rroce_rxq_process = fn;
+	cpus_read_lock();
+	for_each_online_cpu(cpu) {
+		struct kthread_worker *w = kthread_create_worker_on_cpu(cpu, 0, "rroce_rx/%u");
+
+		if (IS_ERR(w))
+			continue;
+		skb_queue_head_init(&qs[cpu].q);
+		kthread_init_work(&qs[cpu].work, rroce_rxq_work);
+		sched_set_fifo_low(w->task);
+		wake_up_process(w->task);
+		qs[cpu].worker = w;
+		started++;
+	}
+	cpus_read_unlock();
+	if (!started) {
+		kfree(qs);
+		mutex_unlock(&rroce_rxq_lock);
+		return -ENOMEM;
+	}
+	rcu_assign_pointer(rroce_rxqs, qs);
+	mutex_unlock(&rroce_rxq_lock);
+	return 0;
+}
+
+void rroce_helper_rxq_stop(void)
+{
+	struct rroce_rxq *qs;
+	int cpu;
+
+	mutex_lock(&rroce_rxq_lock);
+	qs = rcu_dereference_protected(rroce_rxqs, lockdep_is_held(&rroce_rxq_lock));
+	if (!qs) {
+		mutex_unlock(&rroce_rxq_lock);
+		return;
+	}
+	RCU_INIT_POINTER(rroce_rxqs, NULL);
+	/* No softirq still queues on the old array. */
+	synchronize_rcu();
+	for_each_possible_cpu(cpu) {
+		struct sk_buff_head left;
+
+		if (!qs[cpu].worker)
+			continue;
+		/* Flushes (every queued packet is processed), then stops. */
+		kthread_destroy_worker(qs[cpu].worker);
+		/* Nothing can be left (nobody queues any more); were anything,
+		 * it holds references that must go the usual way. */
+		__skb_queue_head_init(&left);
+		skb_queue_splice_init(&qs[cpu].q, &left);
+		if (WARN_ON_ONCE(!skb_queue_empty(&left)))
+			rroce_rxq_drain(&left);
+	}
+	kfree(qs);
+	mutex_unlock(&rroce_rxq_lock);
+}
+
+void rroce_helper_rxq_flush(void)
+{
+	struct rroce_rxq *qs;
+	int cpu;
+
+	mutex_lock(&rroce_rxq_lock);
+	qs = rcu_dereference_protected(rroce_rxqs, lockdep_is_held(&rroce_rxq_lock));
+	if (qs)
+		for_each_possible_cpu(cpu)
+			if (qs[cpu].worker)
+				kthread_flush_worker(qs[cpu].worker);
+	mutex_unlock(&rroce_rxq_lock);
+}
+
+void rroce_helper_rxq_where(u32 *here, int *other, bool *here_takes_requests)
+{
+	struct rroce_rxq *qs;
+	unsigned int cpu = smp_processor_id(), next, i;
+
+	*here = cpu;
+	*other = -1;
+	*here_takes_requests = false;
+	rcu_read_lock();
+	qs = rcu_dereference(rroce_rxqs);
+	if (!qs)
+		goto out;
+	if (qs[cpu].worker)
+		*here_takes_requests =
+			time_before_eq(jiffies, READ_ONCE(qs[cpu].last_request) + 1);
+	if (!READ_ONCE(rx_handover))
+		goto out;
+	/* The next online CPU with a thread; at most one round of them (this
+	 * CPU may be going offline and out of the mask). */
+	next = cpu;
+	for (i = 0; i < nr_cpu_ids; i++) {
+		next = cpumask_next_wrap(next, cpu_online_mask);
+		if (next >= nr_cpu_ids || next == cpu)
+			break;
+		if (qs[next].worker) {
+			*other = next;
+			break;
+		}
+	}
+out:
+	rcu_read_unlock();
+}
+
+bool rroce_helper_rxq_queue(u32 cpu, struct sk_buff *skb, void *dev, void *qp, u32 role)
+{
+	struct rroce_rxq_cb *cb = (struct rroce_rxq_cb *)skb->cb;
+	struct rroce_rxq *qs, *rq;
+	bool queued = false;
+
+	rcu_read_lock();
+	qs = rcu_dereference(rroce_rxqs);
+	if (!qs || cpu >= nr_cpu_ids)
+		goto out;
+	rq = &qs[cpu];
+	if (!rq->worker || skb_queue_len_lockless(&rq->q) >= RROCE_RXQ_MAX)
+		goto out;
+	/* The route is the receive path's (perhaps not even referenced) and
+	 * the netdev may go before the thread runs: the thread needs
+	 * neither. */
+	skb_dst_drop(skb);
+	skb->dev = NULL;
+	cb->dev = dev;
+	cb->qp = qp;
+	cb->role = role;
+	if (role == 0)
+		WRITE_ONCE(rq->last_request, jiffies);
+	skb_queue_tail(&rq->q, skb);
+	kthread_queue_work(rq->worker, &rq->work);
+	queued = true;
+out:
+	rcu_read_unlock();
+	return queued;
 }

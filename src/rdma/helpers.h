@@ -220,4 +220,29 @@ int rroce_helper_put_driver_u32s(struct sk_buff *msg, const char *const *names,
 u32 rroce_helper_crc32_le(u32 crc, const void *p, size_t len);
 bool rroce_helper_crc32_le_fast(void);
 
+/* Receive hand-over (see helpers.c and net/rxq.rs): a real-time kthread
+ * worker per online CPU, each with a queue of received packets that it
+ * hands, one by one and with bottom halves disabled, to the function given
+ * to rroce_helper_rxq_start() together with the three values queued with
+ * the packet. */
+typedef void (*rroce_rxq_fn)(struct sk_buff *skb, void *dev, void *qp, u32 role);
+/* Starts the workers (once: the module's first UDP socket pair); 0 or a
+ * negative errno (then nothing is handed over). Process context. */
+int rroce_helper_rxq_start(rroce_rxq_fn fn);
+/* Stops them after processing every queued packet; no packet may be
+ * queued any more (the receive callbacks are gone). Process context. */
+void rroce_helper_rxq_stop(void);
+/* Waits until every packet queued before the call has been processed.
+ * Process context. */
+void rroce_helper_rxq_flush(void);
+/* Softirq context: this CPU, the CPU whose thread takes this CPU's
+ * hand-overs (-1: none, or the hand-over is turned off: module parameter
+ * rx_handover), and whether this CPU's own thread took a request (role 0)
+ * within the last tick. */
+void rroce_helper_rxq_where(u32 *here, int *other, bool *here_takes_requests);
+/* Queues @skb (owned) with @dev, @qp and @role for @cpu's thread: true if
+ * queued (the thread now owns it and the values), false (nothing taken)
+ * without such a thread or with its queue full. Softirq context. */
+bool rroce_helper_rxq_queue(u32 cpu, struct sk_buff *skb, void *dev, void *qp, u32 role);
+
 #endif /* RROCE_HELPERS_H */

@@ -50,6 +50,64 @@ pingpong() {
 }
 check rc.pingpong_4k pingpong 1 4096
 check rc.pingpong_100k pingpong 2 100000
+
+# Receive hand-over (src/engine/handover.rs): with two CPUs, packets of
+# 512 bytes or more are dispatched by the other CPU's receive thread
+# (rcvd_handed counts them on the receiving device); with the module
+# parameter rx_handover off, none is. ibv_rc_pingpong --chk validates the
+# data both ways, and the responders must see every request in order
+# (out_of_seq_request: a request ahead of the expected PSN) with no
+# packet refused by a full thread queue (rcvd_handover_full): veth loses
+# nothing, so a hand-over that reordered or dropped a packet shows there
+# even though RC retransmission would hide it from the pingpong.
+# Catches: the hand-over never taken, a packet lost or reordered on the
+# way, the parameter ignored, a role's waiting count left behind (its
+# packets would keep going to a thread with the parameter off).
+RXH=/sys/module/rroce/parameters/rx_handover
+# counter_of DEV NAME: one counter of DEV, or nothing if it cannot be read.
+counter_of() { rdma statistic show link "$1/1" | grep -o "\b$2 [0-9]*" | awk '{print $2}'; }
+# stats: "rroce0's and rroce1's rcvd_handed, out_of_seq_request,
+# rcvd_handover_full", each checked to be a number.
+stats() {
+	local d n v out=
+	for d in rroce0 rroce1; do
+		for n in rcvd_handed out_of_seq_request rcvd_handover_full; do
+			v=$(counter_of $d $n)
+			[[ $v =~ ^[0-9]+$ ]] || { echo "cannot read $d $n ('$v')" >&2; return 1; }
+			out="$out $v"
+		done
+	done
+	echo $out
+}
+handover() {
+	local want=$1 b a rc=0
+	b=($(stats)) || return 1
+	pingpong 2 100000 || rc=1
+	a=($(stats)) || return 1
+	echo "rroce0, rroce1 rcvd_handed out_of_seq_request rcvd_handover_full: ${b[*]} -> ${a[*]} (want $want handed, $(nproc) CPUs)"
+	# Nothing out of sequence, nothing refused.
+	[ "${a[1]}" = "${b[1]}" ] && [ "${a[4]}" = "${b[4]}" ] || { echo "requests out of sequence"; rc=1; }
+	[ "${a[2]}" = "${b[2]}" ] && [ "${a[5]}" = "${b[5]}" ] || { echo "packets refused"; rc=1; }
+	if [ "$want" = some ]; then
+		[ "${a[0]}" -gt "${b[0]}" ] && [ "${a[3]}" -gt "${b[3]}" ] || { echo "nothing handed over"; rc=1; }
+	else
+		[ "${a[0]}" = "${b[0]}" ] && [ "${a[3]}" = "${b[3]}" ] || { echo "handed over"; rc=1; }
+	fi
+	return $rc
+}
+handover_default() {
+	[ "$(cat $RXH)" = Y ] || { echo "rx_handover is $(cat $RXH), want Y"; return 1; }
+	if [ "$(nproc)" -ge 2 ]; then handover some; else handover none; fi
+}
+handover_off() {
+	local rc=0
+	echo N >$RXH || return 1
+	handover none || rc=1
+	echo Y >$RXH || rc=1
+	return $rc
+}
+check rc.handover_default handover_default
+check rc.handover_off handover_off
 # UC: SENDs of several packets, nothing acknowledged (no loss here).
 PINGPONG=ibv_uc_pingpong check uc.pingpong_4k pingpong 1 4096
 PINGPONG=ibv_uc_pingpong check uc.pingpong_100k_ipv6 pingpong 2 100000
