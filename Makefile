@@ -10,7 +10,7 @@ SHELL := /bin/bash
 KDIR ?=
 export KDIR
 
-.PHONY: all deps kernel module samples host-test vm check demo bench profile compare fuzz loom clippy fmt fmt-check uapi-check structure clean
+.PHONY: all deps kernel module samples host-test vm check demo bench bench-ab profile compare fuzz loom clippy fmt fmt-check uapi-check structure clean
 
 all: module
 
@@ -62,6 +62,11 @@ demo:
 
 bench:
 	@scripts/bench.sh
+
+# rroce against itself with one boolean module parameter on and off, same
+# boot (tests/bench/ab.sh): make bench-ab PARAM=rx_handover.
+bench-ab:
+	@PARAM=$(PARAM) scripts/bench.sh ab
 
 # Where the CPU time goes in some of the benchmark's rows (perf in the VM).
 profile:

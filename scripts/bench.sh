@@ -16,6 +16,9 @@
 # (kernel/uml.config, scripts/uml.sh): the drivers then run at the host
 # CPU's own speed, not under TCG.
 #
+# `scripts/bench.sh ab` (make bench-ab PARAM=NAME) runs rroce against itself
+# with one boolean module parameter on and off (tests/bench/ab.sh).
+#
 # `scripts/bench.sh profile` (make profile) boots the same kernel and module
 # and writes a profile instead of the table (tests/bench/profile.sh): where
 # the CPU time goes in a few of the table's rows, rroce and rdma_rxe. With
@@ -120,6 +123,21 @@ if [ "$MODE" = profile ]; then
 		fi
 	} >"$out"
 	echo "written to $out$svgs"
+	exit 0
+fi
+if [ "$MODE" = ab ]; then
+	# rroce against itself, one boolean module parameter on and off
+	# (tests/bench/ab.sh): what a datapath step is worth, same boot.
+	[ -n "${PARAM:-}" ] || die "make bench-ab PARAM=NAME: which module parameter"
+	BENCH_AB_PARAM=$PARAM $RUNNER --timeout "${RROCE_BENCH_TIMEOUT:-3600}" 'bash tests/bench/ab.sh' | tee "$RUN/log"
+	[ -s "$RUN/ab.csv" ] || die "the A/B run produced no results (see $RUN)"
+	accel=$(cat "$RUN/accel" 2>/dev/null || echo unknown)
+	kind=bench
+	[ "$RROCE_BENCH" = 1 ] || kind=test
+	[ "$RROCE_UML" = 0 ] || kind=uml
+	out=$(result_path "ab-$PARAM-$kind-$accel")
+	/usr/bin/python3 scripts/bench-ab.py "$RUN/ab.csv" "$PARAM" "$kver, $kind kernel ($kconf)" "$accel" | tee "$out"
+	echo "written to $out"
 	exit 0
 fi
 $RUNNER --timeout "${RROCE_BENCH_TIMEOUT:-3600}" 'bash tests/bench/guest.sh' | tee "$RUN/log"

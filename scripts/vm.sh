@@ -67,6 +67,8 @@ printf '%s\n' "$cmd" >"$RUN/cmd"
 	echo "RROCE_ULP_DRIVER='${RROCE_ULP_DRIVER:-}'"
 	# tests/bench/guest.sh: repetitions per row (make bench).
 	echo "BENCH_REPS='${BENCH_REPS:-}'"
+	# tests/bench/ab.sh: the module parameter it turns on and off.
+	echo "BENCH_AB_PARAM='${BENCH_AB_PARAM:-}'"
 } >"$RUN/env"
 
 accel=(--disable-kvm)

@@ -1,0 +1,55 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0
+"""Turn tests/bench/ab.sh's CSV into a Markdown A/B table.
+
+  bench-ab.py AB.csv PARAM KERNEL ACCEL
+
+CSV lines: side,test,size,mtu,qps,rep,value (side A: the module parameter
+on, B: off; value in MiB/s or usec).
+"""
+import csv
+import statistics
+import sys
+
+
+def median_iqr(vals):
+    ok = sorted(v for v in vals if v is not None)
+    if not ok:
+        return None, None
+    if len(ok) < 4:
+        return statistics.median(ok), ok[-1] - ok[0]
+    q = statistics.quantiles(ok, n=4)
+    return statistics.median(ok), q[2] - q[0]
+
+
+def main():
+    path, param, kernel, accel = sys.argv[1:5]
+    runs = {}
+    order = []
+    for side, test, size, mtu, qps, _rep, value in csv.reader(open(path)):
+        key = (test, int(size), int(mtu), int(qps))
+        if key not in runs:
+            order.append(key)
+        v = None if value in ("", "fail") else float(value)
+        runs.setdefault(key, {"A": [], "B": []})[side].append(v)
+    print(f"# rroce A/B: module parameter {param} on (A) and off (B), {accel.upper()}\n")
+    print(f"- kernel: {kernel}; VM acceleration: {accel}")
+    print("- same VM boot and topology as `make bench`; runs interleaved A/B; median of "
+          "the repetitions and its interquartile range (max - min below 4 runs); "
+          "bandwidth in MiB/s, latency the typical (median) in microseconds; "
+          "A/B above 1 is better for bandwidth, below 1 for latency\n")
+    print("| row | A: on | B: off | A/B |")
+    print("|---|---|---|---|")
+    for key in order:
+        test, size, mtu, qps = key
+        lat = test.endswith("_lat")
+        a, ai = median_iqr(runs[key]["A"])
+        b, bi = median_iqr(runs[key]["B"])
+        name = f"{test} {size} B, MTU {mtu}" + ("" if lat else f", {qps} QP" + ("s" if qps > 1 else ""))
+        fmt = (lambda m, i: "fail" if m is None else f"{m:.2f} ({i:.2f})")
+        ratio = "" if not a or not b else f"{a / b:.2f}"
+        print(f"| {name} | {fmt(a, ai)} | {fmt(b, bi)} | {ratio} |")
+
+
+if __name__ == "__main__":
+    main()

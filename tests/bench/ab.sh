@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# make bench-ab PARAM=NAME, inside the VM: rroce against itself with one of
+# its boolean module parameters on (A) and off (B), same boot, same
+# topology as the table (tests/bench/topology.sh), runs interleaved A/B,
+# on the rows where a datapath change shows (bandwidth at 64 KiB and 1 MiB,
+# both MTUs, 1 and 4 QPs; 64-byte WRITE; 2-byte latency). Writes one CSV
+# line per run to $RROCE_RUN/ab.csv: side,test,size,mtu,qps,rep,value
+# (side A or B; value in MiB/s or usec, as the table's).
+cd "$(dirname "$0")/../.." || exit 1
+. tests/demo/netns.sh
+. tests/bench/topology.sh
+PARAM=${BENCH_AB_PARAM:?which module parameter}
+P=/sys/module/rroce/parameters/$PARAM
+[ -w "$P" ] || { echo "no writable module parameter $PARAM"; exit 1; }
+REPS=${BENCH_REPS:-5}
+OUT=$RROCE_RUN/ab.csv
+: >"$OUT"
+bench_topology || exit 1
+sa=ns0 sb=ns1 dev0=rroce0 dev1=rroce1 ip=192.0.2.1
+
+# one SIDE PROG SIZE KIND MTU QPS REP (sizes as tests/bench/guest.sh).
+one() {
+	local side=$1 prog=$2 size=$3 kind=$4 mtu=$5 qps=$6 rep=$7 opts v n
+	if [ "$side" = A ]; then echo Y >"$P"; else echo N >"$P"; fi
+	if [ "$kind" = bw ]; then
+		case $size in
+		64) n=2000 ;; 4096) n=1000 ;; 65536) n=300 ;; *) n=24 ;;
+		esac
+		opts="-n $((n / qps)) -q $qps"
+	else
+		opts="-n 300"
+	fi
+	ip netns exec $sa timeout 90 $prog -d $dev0 -m "$mtu" -s "$size" $opts >/tmp/ab.srv 2>&1 &
+	local srv=$!
+	wait_server $sa
+	ip netns exec $sb timeout 90 $prog -d $dev1 -m "$mtu" -s "$size" $opts $ip >/tmp/ab.cli 2>&1
+	wait $srv
+	if [ "$kind" = bw ]; then
+		v=$(awk '/^ *[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+/ { v = $4 } END { print v }' /tmp/ab.cli)
+	else
+		v=$(awk '/^ *[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+/ { v = $5 } END { print v }' /tmp/ab.cli)
+	fi
+	echo "$side,$prog,$size,$mtu,$qps,$rep,${v:-fail}" >>"$OUT"
+	echo "  $PARAM=$side $prog $size mtu $mtu x$qps #$rep: ${v:-FAILED}"
+}
+ab() {
+	local rep
+	for rep in $(seq "$REPS"); do
+		one A "$@" "$rep"
+		one B "$@" "$rep"
+	done
+}
+for prog in ib_send_bw ib_write_bw ib_read_bw; do
+	for size in 65536 1048576; do
+		for mtu in 1024 4096; do
+			for qps in 1 4; do
+				ab $prog $size bw $mtu $qps
+			done
+		done
+	done
+done
+ab ib_write_bw 64 bw 1024 1
+for prog in ib_send_lat ib_write_lat ib_read_lat; do
+	ab $prog 2 lat 1024 1
+done
+echo Y >"$P"
+bench_teardown
+exit 0
