@@ -80,7 +80,13 @@ selftest_suite!(
 selftest_suite!(
     rroce_engine_handover,
     crate::engine::handover::selftest,
-    [keeps_order, alone_stays, by_size_and_role, role_index, role_state,]
+    [
+        keeps_order,
+        alone_stays,
+        by_size_and_role,
+        role_index,
+        role_state,
+    ]
 );
 
 selftest_suite!(
