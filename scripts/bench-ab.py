@@ -8,18 +8,17 @@ CSV lines: side,test,size,mtu,qps,rep,value (side A: the module parameter
 on, B: off; value in MiB/s or usec).
 """
 import csv
-import statistics
+import importlib.util
+import pathlib
 import sys
 
 
-def median_iqr(vals):
-    ok = sorted(v for v in vals if v is not None)
-    if not ok:
-        return None, None
-    if len(ok) < 4:
-        return statistics.median(ok), ok[-1] - ok[0]
-    q = statistics.quantiles(ok, n=4)
-    return statistics.median(ok), q[2] - q[0]
+# The table's own median and interquartile range (scripts/bench-table.py).
+_spec = importlib.util.spec_from_file_location(
+    "bench_table", pathlib.Path(__file__).resolve().parent / "bench-table.py")
+_table = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_table)
+median_iqr = _table.median_iqr
 
 
 def main():

@@ -101,4 +101,5 @@ def main():
     print(f"\n{met} of {total} rows with a goal meet it.")
 
 
-main()
+if __name__ == "__main__":
+    main()
