@@ -134,6 +134,10 @@ pub(crate) struct QpState {
     /// Per receive role (`engine::handover::Role`), its received packets
     /// handed to a receive thread and not yet processed (`crate::recv`).
     pub(crate) rx: [RoleState; 2],
+    /// Packets the QP may still send (`u32::MAX`: no limit); a test holds
+    /// a QP's transmit with it, mid-message (`tx::TxGate`).
+    #[cfg(CONFIG_KUNIT)]
+    pub(crate) tx_gate: core::sync::atomic::AtomicU32,
     /// Sends what softirq context left in `TransportState::tx`
     /// (initialized once the state is pinned, cancelled before it is
     /// freed).
@@ -461,6 +465,8 @@ fn new_state(
         },
         tx_busy: AtomicBool::new(false),
         rx: [RoleState::new(), RoleState::new()],
+        #[cfg(CONFIG_KUNIT)]
+        tx_gate: core::sync::atomic::AtomicU32::new(u32::MAX),
         // SAFETY: an all-zero work_struct is a valid placeholder until
         // `INIT_WORK` in `tx::start`.
         tx_work: UnsafeCell::new(unsafe { core::mem::zeroed() }),
@@ -588,14 +594,10 @@ impl RroceQp {
         // thread's last touch of the QP for a packet is that count's
         // decrement. Once they are zero (or the threads have processed
         // everything queued before now), no packet names the QP.
-        if st.rx.iter().any(|r| r.waiting().count > 0) {
-            // SAFETY: process context.
-            unsafe { sys::rroce_helper_rxq_flush() };
-            if st.rx.iter().any(|r| r.waiting().count > 0) {
-                // A count without a packet: the QP is freed regardless
-                // (no packet names it), but the accounting is wrong.
-                pr_err!("QP {}: handed packet count leaked\n", self.ibqp.qp_num);
-            }
+        if !st.drain_handed() {
+            // A count without a packet: the QP is freed regardless (no
+            // packet names it), but the accounting is wrong.
+            pr_err!("QP {}: handed packet count leaked\n", self.ibqp.qp_num);
         }
         // SAFETY: created with a timer and work item (`tx::start`); this is
         // the one destroy.
@@ -612,6 +614,20 @@ impl RroceQp {
 
 impl QpState {
     /// A datagram QP: UD, or the GSI QP (UD to the MAD layer's peers).
+    /// Waits, if any of the QP's received packets wait in a receive
+    /// thread's queue, until the threads have processed everything queued
+    /// before now; `false` if a count still says a packet waits after that.
+    /// Process context.
+    pub(crate) fn drain_handed(&self) -> bool {
+        let waiting = || self.rx.iter().any(|r| r.waiting().count > 0);
+        if !waiting() {
+            return true;
+        }
+        // SAFETY: process context (the caller's contract).
+        unsafe { sys::rroce_helper_rxq_flush() };
+        !waiting()
+    }
+
     pub(crate) fn is_ud(&self) -> bool {
         self.qp_type == sys::ib_qp_type_IB_QPT_UD || self.qp_type == sys::ib_qp_type_IB_QPT_GSI
     }

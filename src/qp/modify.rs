@@ -13,8 +13,10 @@
 //! RESET quiesces the QP as `rxe_qp_reset` does: the transport drops its
 //! queued responses and packets, stops its timer and starts its requester
 //! and responder over (`crate::transport`'s `reset`); here the datagrams
-//! left to the work item go, and both rings start over at index 0 (what
-//! was posted is discarded, never completed).
+//! left to the work item go, the receive threads finish the packets
+//! handed to them for the QP (`QpState::drain_handed`: they are dropped),
+//! and both rings start over at index 0 (what was posted is discarded,
+//! never completed).
 
 use kernel::{prelude::*, sync::rcu};
 
@@ -213,6 +215,14 @@ impl QpState {
             reset_rings(&mut inner, &self.fixed);
         }
         drop(inner);
+        if new == sys::ib_qp_state_IB_QPS_RESET {
+            // Packets received before RESET and handed to a receive thread
+            // are processed (dropped: the QP is in RESET) before it
+            // returns, so none lands in the connection brought up next.
+            // One a receive callback is still handing over at this moment
+            // is like one still on the wire.
+            let _ = self.drain_handed();
+        }
         self.flush_tx();
         Ok(())
     }

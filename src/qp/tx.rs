@@ -211,10 +211,19 @@ impl QpState {
                 unsafe { sys::rroce_helper_preempt_enable() };
                 return;
             }
-            let deferred = self.send_queued(&mut budget);
+            let mut pass = self.gate(budget);
+            let allowed = pass;
+            let deferred = self.send_queued(&mut pass);
+            let spent = allowed.saturating_sub(pass);
+            budget = budget.saturating_sub(spent);
+            self.gate_spent(spent);
             self.tx_busy.store(false, Ordering::Release);
             // SAFETY: disabled above.
             unsafe { sys::rroce_helper_preempt_enable() };
+            if self.tx_held() {
+                // What is queued waits for the gate to open.
+                return;
+            }
             let (more_tx, more_work) = {
                 let inner = self.inner.lock();
                 (
@@ -309,6 +318,69 @@ impl QpState {
     }
 }
 
+/// A test's hold on a QP's transmit (KUnit builds only; elsewhere the
+/// gate is always open and these compile to nothing): the QP sends as many
+/// packets as the gate still lets through, then keeps what it builds
+/// queued, without rescheduling itself, until the gate opens. This puts a
+/// QP in the middle of a message at a point a test chooses (see
+/// `reset_quiesces_qp`), whatever the scheduler does meanwhile.
+impl QpState {
+    /// The part of `budget` the gate lets through now.
+    fn gate(&self, budget: usize) -> usize {
+        #[cfg(CONFIG_KUNIT)]
+        {
+            let g = self.tx_gate.load(Ordering::Acquire);
+            if g != u32::MAX {
+                return budget.min(g as usize);
+            }
+        }
+        budget
+    }
+
+    /// `spent` packets went through the gate (by the `tx_busy` holder).
+    fn gate_spent(&self, spent: usize) {
+        #[cfg(CONFIG_KUNIT)]
+        {
+            let spent = u32::try_from(spent).unwrap_or(u32::MAX);
+            let _ = self
+                .tx_gate
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |g| {
+                    (g != u32::MAX).then(|| g.saturating_sub(spent))
+                });
+        }
+        #[cfg(not(CONFIG_KUNIT))]
+        let _ = spent;
+    }
+
+    /// The gate is shut: nothing more is sent until it opens.
+    pub(crate) fn tx_held(&self) -> bool {
+        #[cfg(CONFIG_KUNIT)]
+        {
+            self.tx_gate.load(Ordering::Acquire) == 0
+        }
+        #[cfg(not(CONFIG_KUNIT))]
+        {
+            false
+        }
+    }
+
+    /// Lets the QP send `n` more packets, then holds its transmit.
+    #[cfg(CONFIG_KUNIT)]
+    pub(crate) fn hold_tx_after(&self, n: u32) {
+        self.tx_gate.store(n.min(u32::MAX - 1), Ordering::Release);
+    }
+
+    /// Opens the gate and sends what waited for it.
+    #[cfg(CONFIG_KUNIT)]
+    pub(crate) fn open_tx(&self) {
+        self.tx_gate.store(u32::MAX, Ordering::Release);
+        self.flush_tx();
+        // SAFETY: initialized at create; cancelled before the state is
+        // freed.
+        unsafe { sys::rroce_helper_queue_work(self.tx_work.get()) };
+    }
+}
+
 /// Datagrams the UD sender builds per hold of the QP lock.
 const UD_BATCH: usize = 32;
 
@@ -392,7 +464,7 @@ unsafe extern "C" fn tx_work_fn(work: *mut sys::work_struct) {
             || !inner.ud_tx.is_empty()
             || state.fetch_left(&inner)
     };
-    if more {
+    if more && !state.tx_held() {
         // SAFETY: `state` is live (contract); destroy cancels the work
         // item before freeing it.
         unsafe { sys::rroce_helper_queue_work(state.tx_work.get()) };

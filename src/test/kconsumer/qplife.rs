@@ -249,6 +249,8 @@ fn big(len: usize, seed: Option<u8>) -> Result<KVVec<u8>, &'static str> {
 
 /// Bytes of the READ left in flight when the responder is reset.
 const LONG_READ: usize = 4 << 20;
+/// Responses to it the responder sends before it holds the rest.
+const HELD_AFTER: u32 = 1000;
 /// Bytes moved by the traffic after the QPs are brought back.
 const AFTER_READ: usize = 64 << 10;
 const AFTER_SEND: usize = 3000;
@@ -275,10 +277,11 @@ fn post_read(
 }
 
 /// RESET quiesces a QP as `rxe_qp_reset` does: with a long READ in
-/// flight, the responder moved to RESET keeps no queued response, packet,
-/// requester or responder state, and its ring indices start over; both
-/// QPs then come back at a larger MTU with the same PSNs and move data
-/// correctly (no stale response lands in the new READ).
+/// flight (the responder holding its transmit after its first responses,
+/// `QpState::hold_tx_after`), the responder moved to RESET keeps no queued
+/// response, packet, requester or responder state, and its ring indices
+/// start over; both QPs then come back at a larger MTU with the same PSNs
+/// and move data correctly (no stale response lands in the new READ).
 pub(crate) fn reset_quiesces_qp() -> Result<(), &'static str> {
     use sys::*;
     let dev = TestDev::new()?;
@@ -298,22 +301,33 @@ pub(crate) fn reset_quiesces_qp() -> Result<(), &'static str> {
     let b = create_qp(&pd, &cq_b, false).map_err(|_| "create_qp failed")?;
     bring_up(&a, b.qpn(), &gid, sgid, ib_mtu_IB_MTU_1024)?;
     bring_up(&b, a.qpn(), &gid, sgid, ib_mtu_IB_MTU_1024)?;
-    if post_read(&a, 1, dst.as_mut_ptr(), src.as_ptr(), LONG_READ, &pd) != 0 {
-        return Err("posting the long READ failed");
-    }
     // SAFETY: a live QP of an rroce device.
     let st_b = unsafe { RroceQp::state(b.0) };
-    // The request reaches B in a softirq, usually before `post_send`
-    // returns; its responses take far longer than this wait.
-    let mut tries = 0;
-    while !st_b.responding() {
-        tries += 1;
-        if tries > 50_000 {
-            return Err("B never answered the 4 MB READ (or finished first): nothing to test");
-        }
-        fsleep(Delta::from_micros(20));
+    // B sends the first responses, then holds the rest of the READ, so it
+    // is mid-response at RESET whatever the scheduler does meanwhile;
+    // those first responses are on their way to A (or in its receive
+    // thread's queue) when A is reset, and must not land in A's next READ.
+    st_b.hold_tx_after(HELD_AFTER);
+    if post_read(&a, 1, dst.as_mut_ptr(), src.as_ptr(), LONG_READ, &pd) != 0 {
+        st_b.open_tx();
+        return Err("posting the long READ failed");
     }
-    if to_state(&b, ib_qp_state_IB_QPS_RESET) != 0 {
+    let mut tries = 0;
+    while !st_b.tx_held() {
+        tries += 1;
+        if tries > 1000 {
+            st_b.open_tx();
+            return Err("B did not send the READ's first responses");
+        }
+        fsleep(Delta::from_millis(10));
+    }
+    if !st_b.responding() {
+        st_b.open_tx();
+        return Err("B held its transmit but is not answering the READ");
+    }
+    let reset = to_state(&b, ib_qp_state_IB_QPS_RESET);
+    st_b.open_tx();
+    if reset != 0 {
         return Err("modify to RESET failed");
     }
     if let Some(what) = st_b.not_quiesced() {
