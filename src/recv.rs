@@ -168,6 +168,11 @@ impl Drop for Handed {
     }
 }
 
+/// What a receive thread calls for a QP whose transmit was kicked to its
+/// CPU: the QP's own pass (`crate::qp`), run there as the packets handed
+/// over are.
+pub(crate) use crate::qp::kicked as transmit_kicked;
+
 /// A packet from the tunnel (softirq context, inside the RCU read-side
 /// section `guard`): finds its device, checks it and hands it to the
 /// transport, here or (see [`Verdict`]) on a receive thread.

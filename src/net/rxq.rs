@@ -27,8 +27,9 @@ use crate::{
 /// them nothing is handed over; that is not an error.
 pub(super) fn start() {
     // SAFETY: process context; `process` is the function the threads call
-    // for each packet, with the values `queue` gave.
-    let err = unsafe { sys::rroce_helper_rxq_start(Some(process)) };
+    // for each packet, with the values `queue` gave, and `kicked` the one
+    // they call for each QP kicked to them, with its node.
+    let err = unsafe { sys::rroce_helper_rxq_start(Some(process), Some(recv::transmit_kicked)) };
     if err != 0 {
         pr_warn!("no receive threads ({err}): every packet is processed where it arrives\n");
     }

@@ -43,11 +43,13 @@ mod modify;
 mod post;
 mod tx;
 
+pub(crate) use tx::kicked;
+
 use core::{
     cell::UnsafeCell,
     mem::size_of,
     pin::Pin,
-    sync::atomic::{AtomicBool, Ordering},
+    sync::atomic::{AtomicBool, AtomicU32, Ordering},
 };
 
 use kernel::{
@@ -131,6 +133,18 @@ pub(crate) struct QpState {
     pub(crate) fixed: QpFixed,
     /// Someone is sending the packets in `TransportState::tx`.
     tx_busy: AtomicBool,
+    /// The CPU the QP's packets last left from (`u32::MAX`: none yet);
+    /// they keep leaving from it while requests are in flight
+    /// (`tx::QpState::send_queued`).
+    tx_home: AtomicU32,
+    /// Links the QP into a receive thread's list of transmits to run
+    /// (`tx::QpState::kick_home`) while `tx_kicked` is set.
+    tx_node: UnsafeCell<sys::llist_node>,
+    /// `tx_node` is on a receive thread's list.
+    tx_kicked: AtomicBool,
+    /// The QP was ever kicked to a receive thread (destroy waits for the
+    /// threads only then).
+    tx_kicks: AtomicBool,
     /// Per receive role (`engine::handover::Role`), its received packets
     /// handed to a receive thread and not yet processed (`crate::recv`).
     pub(crate) rx: [RoleState; 2],
@@ -464,6 +478,12 @@ fn new_state(
             route: core::ptr::null_mut(),
         },
         tx_busy: AtomicBool::new(false),
+        tx_home: AtomicU32::new(u32::MAX),
+        tx_node: UnsafeCell::new(sys::llist_node {
+            next: core::ptr::null_mut(),
+        }),
+        tx_kicked: AtomicBool::new(false),
+        tx_kicks: AtomicBool::new(false),
         rx: [RoleState::new(), RoleState::new()],
         #[cfg(CONFIG_KUNIT)]
         tx_gate: core::sync::atomic::AtomicU32::new(u32::MAX),

@@ -64,13 +64,26 @@ pub(super) unsafe fn stop(st: &QpState) {
     // SAFETY: plain calls in process context; the timer was made for this
     // QP in `start`, the work item initialized there, both shut down once
     // (caller).
-    unsafe {
-        sys::rroce_helper_timer_free(st.fixed.timer);
-        sys::rroce_helper_cancel_work_sync(st.tx_work.get());
-        // Nothing sends any more (the work item is cancelled, the QP is
-        // out of the table after a grace period); null is a no-op.
-        sys::rroce_helper_route_cache_free(st.fixed.route);
+    unsafe { sys::rroce_helper_timer_free(st.fixed.timer) };
+    // The QP is dead (a pass starting now sends nothing and kicks or
+    // queues nothing): wait for a kicked pass that may have started
+    // before, then for the work item (which such a pass may have queued),
+    // then for a kick the work item may have made meanwhile.
+    let kicked = st.tx_kicks.load(Ordering::Relaxed);
+    if kicked {
+        // SAFETY: process context.
+        unsafe { sys::rroce_helper_rxq_flush() };
     }
+    // SAFETY: as above; initialized in `start`.
+    unsafe { sys::rroce_helper_cancel_work_sync(st.tx_work.get()) };
+    if kicked || st.tx_kicked.load(Ordering::Acquire) {
+        // SAFETY: process context.
+        unsafe { sys::rroce_helper_rxq_flush() };
+    }
+    // Nothing sends any more (the work item is cancelled, the QP is out of
+    // the table after a grace period); null is a no-op.
+    // SAFETY: made in `start`, freed once (caller).
+    unsafe { sys::rroce_helper_route_cache_free(st.fixed.route) };
 }
 
 impl QpState {
@@ -213,7 +226,7 @@ impl QpState {
             }
             let mut pass = self.gate(budget);
             let allowed = pass;
-            let deferred = self.send_queued(&mut pass);
+            let left = self.send_queued(&mut pass);
             let spent = allowed.saturating_sub(pass);
             budget = budget.saturating_sub(spent);
             self.gate_spent(spent);
@@ -224,6 +237,11 @@ impl QpState {
                 // What is queued waits for the gate to open.
                 return;
             }
+            let deferred = match left {
+                Left::Nothing => false,
+                Left::Budget => true,
+                Left::Home(cpu) => return self.kick_home(cpu),
+            };
             let (more_tx, more_work) = {
                 let inner = self.inner.lock();
                 (
@@ -253,17 +271,38 @@ impl QpState {
     }
 
     /// Sends packets of `TransportState::tx` while `budget` lasts (the
-    /// caller owns `tx_busy`); `true` if some were left for lack of it.
-    fn send_queued(&self, budget: &mut usize) -> bool {
+    /// caller owns `tx_busy` and disabled preemption), from the CPU the
+    /// QP's packets last left from while its requests are in flight.
+    ///
+    /// A virtual link (veth, loopback) queues a packet on the backlog of
+    /// the CPU that sent it; packets of one QP sent from two CPUs can
+    /// reach the peer out of order, and each reordering costs a sequence
+    /// NAK and a go-back-N retransmission. Once every request is
+    /// acknowledged nothing of the QP's requests can still be queued
+    /// anywhere, and its transmit moves to whichever CPU sends next. (Its
+    /// responses and ACKs are not held to this: ACKs are cumulative, and
+    /// a READ's responses leave from the context answering it.)
+    fn send_queued(&self, budget: &mut usize) -> Left {
         loop {
             let (batch, av, sport, epoch) = {
                 let mut inner = self.inner.lock();
                 if inner.t.tx.is_empty() {
-                    return false;
+                    return Left::Nothing;
                 }
                 if *budget == 0 {
-                    return true;
+                    return Left::Budget;
                 }
+                if inner.t.requests_in_flight() {
+                    let home = self.tx_home.load(Ordering::Relaxed);
+                    // SAFETY: plain query of the current CPU.
+                    let elsewhere = unsafe { sys::rroce_helper_tx_elsewhere(home) };
+                    if let Ok(cpu) = u32::try_from(elsewhere) {
+                        return Left::Home(cpu);
+                    }
+                }
+                // SAFETY: plain query; preemption is disabled (caller).
+                let cpu = unsafe { sys::rroce_helper_smp_processor_id() };
+                self.tx_home.store(cpu, Ordering::Relaxed);
                 let n = u32::try_from(inner.t.tx_packets()).unwrap_or(u32::MAX);
                 inner.t.tx_sent = inner.t.tx_sent.wrapping_add(n);
                 inner.t.tx_at = crate::transport::now_ms();
@@ -316,6 +355,41 @@ impl QpState {
             }
         }
     }
+}
+
+impl QpState {
+    /// Runs the transmit on `cpu`, where the QP's packets last left: on
+    /// that CPU's receive thread, which runs at real-time priority as the
+    /// softirq it stands in for would (a work item could wait there for
+    /// as long as the thread is busy receiving, past the peer's
+    /// retransmission timeout), else on its work item.
+    fn kick_home(&self, cpu: u32) {
+        if self.tx_kicked.swap(true, Ordering::AcqRel) {
+            // Queued on some thread already: that pass sends, or kicks
+            // again from the wrong CPU.
+            return;
+        }
+        self.tx_kicks.store(true, Ordering::Relaxed);
+        // SAFETY: the node is off every list (`tx_kicked` was false); the
+        // state stays alive until the threads ran every kick ([`stop`]).
+        if unsafe { sys::rroce_helper_rxq_kick(cpu, self.tx_node.get()) } {
+            return;
+        }
+        self.tx_kicked.store(false, Ordering::Release);
+        // SAFETY: initialized at create; cancelled before the state is
+        // freed. A work item already pending elsewhere comes back here.
+        unsafe { sys::rroce_helper_queue_work_on(cpu, self.tx_work.get()) };
+    }
+}
+
+/// What [`QpState::send_queued`] left in the queue.
+enum Left {
+    /// Nothing: the queue is empty.
+    Nothing,
+    /// Packets, for lack of budget.
+    Budget,
+    /// Packets, to be sent from this CPU, where the QP's last ones left.
+    Home(u32),
 }
 
 /// A test's hold on a QP's transmit (KUnit builds only; elsewhere the
@@ -414,6 +488,31 @@ unsafe extern "C" fn tx_work_fn(work: *mut sys::work_struct) {
             .byte_sub(core::mem::offset_of!(QpState, tx_work))
             .cast::<QpState>()
     };
+    tx_pass(state);
+}
+
+/// A receive thread's call for a QP whose transmit was kicked to its CPU
+/// (`QpState::kick_home`): one pass, as the work item's.
+///
+/// # Safety
+///
+/// Called by a receive thread, in process context, with the `tx_node`
+/// field of a live, pinned `QpState` it was kicked with (destroy waits for
+/// the threads before freeing the state, [`stop`]).
+pub(crate) unsafe extern "C" fn kicked(node: *mut sys::llist_node) {
+    // SAFETY: per the function's contract.
+    let state = unsafe {
+        &*node
+            .byte_sub(core::mem::offset_of!(QpState, tx_node))
+            .cast::<QpState>()
+    };
+    // Kicks from now on queue the node again (it is off the list).
+    state.tx_kicked.store(false, Ordering::Release);
+    tx_pass(state);
+}
+
+/// One bounded pass of the transmit (the work item's, or a kicked one).
+fn tx_pass(state: &QpState) {
     let dev = state.dev();
     // ODP pages the transport waits for: faulted in first (this sleeps),
     // then everything below runs again.

@@ -11,6 +11,7 @@
 #include <linux/cpumask.h>
 #include <linux/cpu.h>
 #include <linux/kthread.h>
+#include <linux/llist.h>
 #include <linux/sched.h>
 #include <linux/skbuff.h>
 #include <rdma/ib_verbs.h>
@@ -634,6 +635,35 @@ bool rroce_helper_queue_work(struct work_struct *work)
 	return queue_work(system_highpri_wq, work);
 }
 
+/*
+ * A connected QP's packets leave from one CPU while its requests are
+ * unacknowledged: a virtual link (veth, loopback) queues each packet on
+ * the backlog of the CPU that sent it, so packets of one QP sent from two
+ * CPUs can reach the peer out of order, and every reordering costs a
+ * sequence NAK and a go-back-N retransmission.
+ */
+static bool tx_keep_cpu = true;
+module_param(tx_keep_cpu, bool, 0644);
+MODULE_PARM_DESC(tx_keep_cpu,
+		 "send a QP's packets from one CPU while its requests are in flight (default: on)");
+
+/*
+ * The CPU a QP whose packets last left from @home sends from now, if not
+ * this one (-1: send here). @home is U32_MAX when the QP has sent nothing.
+ */
+int rroce_helper_tx_elsewhere(u32 home)
+{
+	if (!READ_ONCE(tx_keep_cpu) || home >= nr_cpu_ids ||
+	    home == raw_smp_processor_id() || !cpu_online(home))
+		return -1;
+	return home;
+}
+
+bool rroce_helper_queue_work_on(u32 cpu, struct work_struct *work)
+{
+	return queue_work_on(cpu, system_highpri_wq, work);
+}
+
 bool rroce_helper_cancel_work_sync(struct work_struct *work)
 {
 	return cancel_work_sync(work);
@@ -1074,6 +1104,8 @@ struct rroce_rxq {
 	struct sk_buff_head q;
 	/* jiffies when a request was last queued here. */
 	unsigned long last_request;
+	/* QPs whose transmit runs here (rroce_helper_rxq_kick()). */
+	struct llist_head tx;
 };
 
 /* What a queued packet carries in its control block. */
@@ -1088,6 +1120,7 @@ static DEFINE_MUTEX(rroce_rxq_lock);
  * without it in softirq: an RCU-protected pointer). */
 static struct rroce_rxq __rcu *rroce_rxqs;
 static rroce_rxq_fn rroce_rxq_process;
+static rroce_txq_fn rroce_rxq_transmit;
 
 /* Processes @list's packets, bottom halves disabled, with a chance for
  * softirqs and other threads every RROCE_RXQ_BATCH. */
@@ -1119,14 +1152,24 @@ static void rroce_rxq_work(struct kthread_work *work)
 	struct sk_buff_head list;
 	unsigned long flags;
 
+	struct llist_node *tx, *next;
+
 	__skb_queue_head_init(&list);
 	spin_lock_irqsave(&rq->q.lock, flags);
 	skb_queue_splice_init(&rq->q, &list);
 	spin_unlock_irqrestore(&rq->q.lock, flags);
 	rroce_rxq_drain(&list);
+	/* Then the transmits kicked here, in the order they were kicked; one
+	 * may kick itself here again while it runs (next is read first). */
+	tx = llist_reverse_order(llist_del_all(&rq->tx));
+	for (; tx; tx = next) {
+		next = tx->next;
+		rroce_rxq_transmit(tx);
+		cond_resched();
+	}
 }
 
-int rroce_helper_rxq_start(rroce_rxq_fn fn)
+int rroce_helper_rxq_start(rroce_rxq_fn fn, rroce_txq_fn tx)
 {
 	struct rroce_rxq *qs;
 	int cpu, started = 0;
@@ -1143,6 +1186,7 @@ int rroce_helper_rxq_start(rroce_rxq_fn fn)
 		return -ENOMEM;
 	}
 	rroce_rxq_process = fn;
+	rroce_rxq_transmit = tx;
 	cpus_read_lock();
 	for_each_online_cpu(cpu) {
 		struct kthread_worker *w = kthread_create_worker_on_cpu(cpu, 0, "rroce_rx/%u");
@@ -1150,6 +1194,7 @@ int rroce_helper_rxq_start(rroce_rxq_fn fn)
 		if (IS_ERR(w))
 			continue;
 		skb_queue_head_init(&qs[cpu].q);
+		init_llist_head(&qs[cpu].tx);
 		kthread_init_work(&qs[cpu].work, rroce_rxq_work);
 		sched_set_fifo_low(w->task);
 		wake_up_process(w->task);
@@ -1194,6 +1239,8 @@ void rroce_helper_rxq_stop(void)
 		skb_queue_splice_init(&qs[cpu].q, &left);
 		if (WARN_ON_ONCE(!skb_queue_empty(&left)))
 			rroce_rxq_drain(&left);
+		/* Every QP is gone before the last socket pair. */
+		WARN_ON_ONCE(!llist_empty(&qs[cpu].tx));
 	}
 	kfree(qs);
 	mutex_unlock(&rroce_rxq_lock);
@@ -1211,6 +1258,22 @@ void rroce_helper_rxq_flush(void)
 			if (qs[cpu].worker)
 				kthread_flush_worker(qs[cpu].worker);
 	mutex_unlock(&rroce_rxq_lock);
+}
+
+bool rroce_helper_rxq_kick(u32 cpu, struct llist_node *node)
+{
+	struct rroce_rxq *qs;
+	bool queued = false;
+
+	rcu_read_lock();
+	qs = rcu_dereference(rroce_rxqs);
+	if (qs && cpu < nr_cpu_ids && qs[cpu].worker) {
+		llist_add(node, &qs[cpu].tx);
+		kthread_queue_work(qs[cpu].worker, &qs[cpu].work);
+		queued = true;
+	}
+	rcu_read_unlock();
+	return queued;
 }
 
 void rroce_helper_rxq_where(u32 *here, int *other, bool *here_takes_requests)

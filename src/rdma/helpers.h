@@ -12,6 +12,7 @@ struct vm_operations_struct;
 struct ib_udata;
 struct ib_ucontext;
 struct net_device;
+struct llist_node;
 
 int rroce_helper_copy_to_udata(struct ib_udata *udata, void *src, size_t len);
 int rroce_helper_copy_from_udata(void *dst, struct ib_udata *udata, size_t len);
@@ -165,6 +166,8 @@ void rroce_helper_timer_cancel(struct rroce_timer *rt);
 /* timer_shutdown_sync(), then free; NULL is ignored. */
 void rroce_helper_timer_free(struct rroce_timer *rt);
 bool rroce_helper_queue_work(struct work_struct *work);
+int rroce_helper_tx_elsewhere(u32 home);
+bool rroce_helper_queue_work_on(u32 cpu, struct work_struct *work);
 bool rroce_helper_cancel_work_sync(struct work_struct *work);
 bool rroce_helper_in_atomic_bh(void);
 bool rroce_helper_irqs_off(void);
@@ -228,7 +231,14 @@ bool rroce_helper_crc32_le_fast(void);
 typedef void (*rroce_rxq_fn)(struct sk_buff *skb, void *dev, void *qp, u32 role);
 /* Starts the workers (once: the module's first UDP socket pair); 0 or a
  * negative errno (then nothing is handed over). Process context. */
-int rroce_helper_rxq_start(rroce_rxq_fn fn);
+/* What a receive thread calls for a QP whose transmit was kicked to it
+ * (rroce_helper_rxq_kick()), with the node the QP was kicked with. */
+typedef void (*rroce_txq_fn)(struct llist_node *node);
+int rroce_helper_rxq_start(rroce_rxq_fn fn, rroce_txq_fn tx);
+/* Runs @node's transmit on @cpu's receive thread, after the packets queued
+ * there; false (nothing done) if @cpu has none. @node must not be queued
+ * already. */
+bool rroce_helper_rxq_kick(u32 cpu, struct llist_node *node);
 /* Stops them after processing every queued packet; no packet may be
  * queued any more (the receive callbacks are gone). Process context. */
 void rroce_helper_rxq_stop(void);

@@ -139,6 +139,12 @@ impl TransportState {
     pub(crate) fn tx_packets(&self) -> usize {
         self.tx.iter().map(|s| s.packets() as usize).sum()
     }
+
+    /// Requests were sent and not all acknowledged: some may still be on
+    /// their way to the peer.
+    pub(crate) fn requests_in_flight(&self) -> bool {
+        self.req.una != self.req.max_psn
+    }
 }
 
 /// What KUnit looks at.
