@@ -68,15 +68,17 @@ pub(super) unsafe fn stop(st: &QpState) {
     // The QP is dead (a pass starting now sends nothing and kicks or
     // queues nothing): wait for a kicked pass that may have started
     // before, then for the work item (which such a pass may have queued),
-    // then for a kick the work item may have made meanwhile.
-    let kicked = st.tx_kicks.load(Ordering::Relaxed);
-    if kicked {
+    // then for a kick the work item may have made meanwhile. `tx_kicks`
+    // is read again after the work item is cancelled: a kick it made
+    // after the first read may already be running on a thread, with
+    // `tx_kicked` cleared.
+    if st.tx_kicks.load(Ordering::Acquire) {
         // SAFETY: process context.
         unsafe { sys::rroce_helper_rxq_flush() };
     }
     // SAFETY: as above; initialized in `start`.
     unsafe { sys::rroce_helper_cancel_work_sync(st.tx_work.get()) };
-    if kicked || st.tx_kicked.load(Ordering::Acquire) {
+    if st.tx_kicks.load(Ordering::Acquire) {
         // SAFETY: process context.
         unsafe { sys::rroce_helper_rxq_flush() };
     }
@@ -369,7 +371,7 @@ impl QpState {
             // again from the wrong CPU.
             return;
         }
-        self.tx_kicks.store(true, Ordering::Relaxed);
+        self.tx_kicks.store(true, Ordering::Release);
         // SAFETY: the node is off every list (`tx_kicked` was false); the
         // state stays alive until the threads ran every kick ([`stop`]).
         if unsafe { sys::rroce_helper_rxq_kick(cpu, self.tx_node.get()) } {
@@ -488,7 +490,7 @@ unsafe extern "C" fn tx_work_fn(work: *mut sys::work_struct) {
             .byte_sub(core::mem::offset_of!(QpState, tx_work))
             .cast::<QpState>()
     };
-    tx_pass(state);
+    tx_pass(state, true);
 }
 
 /// A receive thread's call for a QP whose transmit was kicked to its CPU
@@ -508,15 +510,36 @@ pub(crate) unsafe extern "C" fn kicked(node: *mut sys::llist_node) {
     };
     // Kicks from now on queue the node again (it is off the list).
     state.tx_kicked.store(false, Ordering::Release);
-    tx_pass(state);
+    // The pass sends from here: a thread whose CPU went offline runs
+    // elsewhere, and kicking back to the CPU it was made for would loop.
+    // SAFETY: plain query of the current CPU.
+    let cpu = unsafe { sys::rroce_helper_smp_processor_id() };
+    state.tx_home.store(cpu, Ordering::Relaxed);
+    tx_pass(state, false);
 }
 
 /// One bounded pass of the transmit (the work item's, or a kicked one).
-fn tx_pass(state: &QpState) {
+/// Only the work item (`may_sleep`) faults ODP pages in: a receive
+/// thread leaves that to it rather than stall the packets queued to it.
+fn tx_pass(state: &QpState, may_sleep: bool) {
     let dev = state.dev();
     // ODP pages the transport waits for: faulted in first (this sleeps),
     // then everything below runs again.
-    let fault = state.inner.lock().t.odp_take();
+    let fault = if may_sleep {
+        state.inner.lock().t.odp_take()
+    } else {
+        let inner = state.inner.lock();
+        let fault_pending = !inner.dead && inner.t.odp_pending();
+        drop(inner);
+        if fault_pending {
+            // SAFETY: initialized at create; cancelled before the state
+            // is freed (a pass that saw the QP alive started before
+            // `destroy` marked it dead, and [`stop`] waits for it before
+            // cancelling the work item).
+            unsafe { sys::rroce_helper_queue_work(state.tx_work.get()) };
+        }
+        None
+    };
     if let Some(f) = fault {
         dev.counters.inc(crate::counters::Counter::OdpFaults);
         let r = crate::mr::fault_in(dev, f);
