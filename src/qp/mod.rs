@@ -149,9 +149,9 @@ pub(crate) struct QpState {
     /// handed to a receive thread and not yet processed (`crate::recv`).
     pub(crate) rx: [RoleState; 2],
     /// Packets the QP may still send (`u32::MAX`: no limit); a test holds
-    /// a QP's transmit with it, mid-message (`tx::TxGate`).
+    /// a QP's transmit with it, mid-message (`QpState::hold_tx_after`).
     #[cfg(CONFIG_KUNIT)]
-    pub(crate) tx_gate: core::sync::atomic::AtomicU32,
+    pub(crate) tx_gate: AtomicU32,
     /// Sends what softirq context left in `TransportState::tx`
     /// (initialized once the state is pinned, cancelled before it is
     /// freed).
@@ -486,7 +486,7 @@ fn new_state(
         tx_kicks: AtomicBool::new(false),
         rx: [RoleState::new(), RoleState::new()],
         #[cfg(CONFIG_KUNIT)]
-        tx_gate: core::sync::atomic::AtomicU32::new(u32::MAX),
+        tx_gate: AtomicU32::new(u32::MAX),
         // SAFETY: an all-zero work_struct is a valid placeholder until
         // `INIT_WORK` in `tx::start`.
         tx_work: UnsafeCell::new(unsafe { core::mem::zeroed() }),
@@ -633,7 +633,6 @@ impl RroceQp {
 }
 
 impl QpState {
-    /// A datagram QP: UD, or the GSI QP (UD to the MAD layer's peers).
     /// Waits, if any of the QP's received packets wait in a receive
     /// thread's queue, until the threads have processed everything queued
     /// before now; `false` if a count still says a packet waits after that.
@@ -648,6 +647,7 @@ impl QpState {
         !waiting()
     }
 
+    /// A datagram QP: UD, or the GSI QP (UD to the MAD layer's peers).
     pub(crate) fn is_ud(&self) -> bool {
         self.qp_type == sys::ib_qp_type_IB_QPT_UD || self.qp_type == sys::ib_qp_type_IB_QPT_GSI
     }

@@ -1150,9 +1150,8 @@ static void rroce_rxq_work(struct kthread_work *work)
 {
 	struct rroce_rxq *rq = container_of(work, struct rroce_rxq, work);
 	struct sk_buff_head list;
-	unsigned long flags;
-
 	struct llist_node *tx, *next;
+	unsigned long flags;
 
 	__skb_queue_head_init(&list);
 	spin_lock_irqsave(&rq->q.lock, flags);
