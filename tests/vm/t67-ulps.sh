@@ -274,11 +274,35 @@ EOF
 	echo "RC QPs: $(rc_qps)"
 	file_check $mnt $share
 }
+# ksmbd's SMB Direct listeners are kthreads that return by themselves
+# once kill_server has shut their sockets, and kill_server then calls
+# kthread_stop() on them without holding their task_struct (7.3's
+# fs/smb/server/transport_rdma.c; its TCP listener holds one, for this
+# reason): a listener reaped first makes kthread_stop() work on a freed
+# task, "refcount_t: addition on 0; use-after-free" in ksmbd.control (CI
+# saw it once). A perf event on each listener (tests/vm/taskpin.py) holds
+# its task_struct across the kill, as the TCP side does.
 smb_down() {
 	umount $W/smbmnt 2>/dev/null
+	local pids pin rc=0
+	pids=$(ps -e -o pid=,comm= | awk '$2 ~ /^ksmbd-smbdirect/ { print $1 }')
+	rm -f $W/taskpin && mkfifo $W/taskpin || return 1
+	/usr/bin/python3 tests/vm/taskpin.py $pids <$W/taskpin >$W/taskpin.out 2>&1 &
+	pin=$!
+	exec 9>$W/taskpin
+	for _ in $(seq 50); do
+		grep -q pinned $W/taskpin.out && break
+		kill -0 $pin 2>/dev/null || break
+		sleep 0.1
+	done
+	grep -q "pinned 2" $W/taskpin.out ||
+		{ echo "ksmbd's two listeners not held ($pids): $(cat $W/taskpin.out)"; rc=1; }
 	ksmbd.control -s 2>/dev/null
+	exec 9>&-
+	wait $pin
 	sleep 1
-	modprobe -r cifs ksmbd 2>&1
+	modprobe -r cifs ksmbd 2>&1 || rc=1
+	return $rc
 }
 
 ###############################################################################
