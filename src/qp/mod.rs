@@ -137,6 +137,8 @@ pub(crate) struct QpState {
     /// they keep leaving from it while requests are in flight
     /// (`tx::QpState::send_queued`).
     tx_home: AtomicU32,
+    /// The CPU whose receive thread `tx_node` was last queued to.
+    tx_kick_cpu: AtomicU32,
     /// Links the QP into a receive thread's list of transmits to run
     /// (`tx::QpState::kick_home`) while `tx_kicked` is set.
     tx_node: UnsafeCell<sys::llist_node>,
@@ -479,6 +481,7 @@ fn new_state(
         },
         tx_busy: AtomicBool::new(false),
         tx_home: AtomicU32::new(u32::MAX),
+        tx_kick_cpu: AtomicU32::new(u32::MAX),
         tx_node: UnsafeCell::new(sys::llist_node {
             next: core::ptr::null_mut(),
         }),

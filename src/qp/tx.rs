@@ -372,6 +372,7 @@ impl QpState {
             return;
         }
         self.tx_kicks.store(true, Ordering::Release);
+        self.tx_kick_cpu.store(cpu, Ordering::Relaxed);
         // SAFETY: the node is off every list (`tx_kicked` was false); the
         // state stays alive until the threads ran every kick ([`stop`]).
         if unsafe { sys::rroce_helper_rxq_kick(cpu, self.tx_node.get()) } {
@@ -508,13 +509,22 @@ pub(crate) unsafe extern "C" fn kicked(node: *mut sys::llist_node) {
             .byte_sub(core::mem::offset_of!(QpState, tx_node))
             .cast::<QpState>()
     };
+    // Read before the node can be queued again (which rewrites it).
+    let aimed = state.tx_kick_cpu.load(Ordering::Relaxed);
     // Kicks from now on queue the node again (it is off the list).
     state.tx_kicked.store(false, Ordering::Release);
-    // The pass sends from here: a thread whose CPU went offline runs
-    // elsewhere, and kicking back to the CPU it was made for would loop.
-    // SAFETY: plain query of the current CPU.
+    // SAFETY: plain query of the current CPU (the thread is bound to it).
     let cpu = unsafe { sys::rroce_helper_smp_processor_id() };
-    state.tx_home.store(cpu, Ordering::Relaxed);
+    if cpu != aimed {
+        // A thread whose CPU went offline runs elsewhere: kicking back to
+        // the CPU it was made for would loop, so the pass sends from here.
+        // Otherwise the home stays as it is: if the QP's packets left from
+        // another CPU since the kick (nothing of its requests was in
+        // flight then), this pass's must follow them there, and it kicks
+        // them on. Taking the home here sent requests from two CPUs at
+        // once.
+        state.tx_home.store(cpu, Ordering::Relaxed);
+    }
     tx_pass(state, false);
 }
 
