@@ -63,13 +63,14 @@ klog_since() {
 		END { for (i = n + 1; i <= NR; i++) print l[i] }'
 }
 klog_clean() {
-	local bad
-	bad=$(klog_since "$1" | grep -E -f "$KLOG_BAD_RE" | head -3)
+	local log bad
+	log=$(klog_since "$1")
+	bad=$(echo "$log" | grep -E -f "$KLOG_BAD_RE" | head -3)
 	if [ -z "$bad" ]; then pass "$2"; return; fi
 	# A rare splat must be diagnosable from the check's line alone (CI
 	# keeps only that): add the first report's RIP and call-trace frames.
-	fail "$2" "$(echo "$bad" | tr '\n' ' ')| $(klog_since "$1" | klog_frames)"
-	klog_since "$1" | grep -E -A60 -m1 -f "$KLOG_BAD_RE" | sed 's/^/     | /'
+	fail "$2" "$(echo "$bad" | tr '\n' ' ')| $(echo "$log" | klog_frames)"
+	echo "$log" | grep -E -A60 -m1 -f "$KLOG_BAD_RE" | sed 's/^/     | /'
 }
 # klog_frames: "RIP: f+0x1/0x2 < caller < ..." from the first report in
 # stdin: its RIP and up to 24 call-trace frames ("?" guesses left out).

@@ -20,6 +20,7 @@ SYS_PERF_EVENT_OPEN = {"x86_64": 298, "aarch64": 241}[os.uname().machine]
 PERF_TYPE_SOFTWARE = 1
 PERF_COUNT_SW_TASK_CLOCK = 1
 PERF_ATTR_SIZE_VER0 = 64
+LIBC = ctypes.CDLL(None, use_errno=True)
 
 
 def perf_event_open(pid):
@@ -28,8 +29,7 @@ def perf_event_open(pid):
     attr = struct.pack("=IIQ", PERF_TYPE_SOFTWARE, PERF_ATTR_SIZE_VER0,
                        PERF_COUNT_SW_TASK_CLOCK).ljust(PERF_ATTR_SIZE_VER0, b"\0")
     buf = ctypes.create_string_buffer(attr, len(attr))
-    libc = ctypes.CDLL(None, use_errno=True)
-    fd = libc.syscall(SYS_PERF_EVENT_OPEN, buf, pid, -1, -1, 0)
+    fd = LIBC.syscall(SYS_PERF_EVENT_OPEN, buf, pid, -1, -1, 0)
     if fd < 0:
         raise OSError(ctypes.get_errno(), f"perf_event_open on {pid}")
     return fd
