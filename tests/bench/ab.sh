@@ -19,28 +19,11 @@ OUT=$RROCE_RUN/ab.csv
 bench_topology || exit 1
 sa=ns0 sb=ns1 dev0=rroce0 dev1=rroce1 ip=192.0.2.1
 
-# one SIDE PROG SIZE KIND MTU QPS REP (sizes as tests/bench/guest.sh).
+# one SIDE PROG SIZE KIND MTU QPS REP (sizes from bench_iters).
 one() {
 	local side=$1 prog=$2 size=$3 kind=$4 mtu=$5 qps=$6 rep=$7 opts v n
 	if [ "$side" = A ]; then echo Y >"$P"; else echo N >"$P"; fi
-	if [ "$kind" = bw ]; then
-		case $size in
-		64) n=2000 ;; 4096) n=1000 ;; 65536) n=300 ;; *) n=24 ;;
-		esac
-		opts="-n $((n / qps)) -q $qps"
-	else
-		opts="-n 300"
-	fi
-	ip netns exec $sa timeout 90 $prog -d $dev0 -m "$mtu" -s "$size" $opts >/tmp/ab.srv 2>&1 &
-	local srv=$!
-	wait_server $sa
-	ip netns exec $sb timeout 90 $prog -d $dev1 -m "$mtu" -s "$size" $opts $ip >/tmp/ab.cli 2>&1
-	wait $srv
-	if [ "$kind" = bw ]; then
-		v=$(awk '/^ *[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+/ { v = $4 } END { print v }' /tmp/ab.cli)
-	else
-		v=$(awk '/^ *[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+/ { v = $5 } END { print v }' /tmp/ab.cli)
-	fi
+	v=$(bench_run "$prog" "$size" "$kind" "$mtu" "$qps")
 	echo "$side,$prog,$size,$mtu,$qps,$rep,${v:-fail}" >>"$OUT"
 	echo "  $PARAM=$side $prog $size mtu $mtu x$qps #$rep: ${v:-FAILED}"
 }

@@ -50,42 +50,18 @@ busy() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9; exit }' /proc/stat; }
 
 # one DRIVER PROG SIZE KIND MTU QPS REP
 one() {
-	local drv=$1 prog=$2 size=$3 kind=$4 mtu=$5 qps=$6 rep=$7 sa sb dev0 dev1 ip opts v n=0
+	local drv=$1 prog=$2 size=$3 kind=$4 mtu=$5 qps=$6 rep=$7 sa sb dev0 dev1 ip opts v n=0 b0 b1
 	bench_ends "$drv"
-	# Bandwidth in iteration mode, sized to a second or two under TCG on
-	# the benchmark kernel, the same bytes whatever the QP count (-n is per
-	# QP): in duration mode (-D) perftest counts only completions polled
-	# inside its sample window, cq_mod (100) messages per CQE, so at TCG
-	# speeds a 1 MiB row needs 100 MiB done inside the window or reads 0.
-	if [ "$kind" = bw ]; then
-		case $size in
-		64) n=2000 ;; 4096) n=1000 ;; 65536) n=300 ;; *) n=24 ;;
-		esac
-		n=$((n / qps))
-		opts="-n $n -q $qps"
-	else
-		opts="-n 300"
-	fi
-	local b0 b1
 	b0=$(busy)
-	ip netns exec $sa timeout 90 $prog -d $dev0 -m "$mtu" -s "$size" $opts >/tmp/b.srv 2>&1 &
-	local srv=$!
-	wait_server $sa
-	ip netns exec $sb timeout 90 $prog -d $dev1 -m "$mtu" -s "$size" $opts $ip >/tmp/b.cli 2>&1
-	wait $srv
+	v=$(bench_run "$prog" "$size" "$kind" "$mtu" "$qps")
 	b1=$(busy)
-	# bw: "size iters peak avg msgrate" -> avg; lat: "size iters min max typical ..." -> typical
-	if [ "$kind" = bw ]; then
-		v=$(awk '/^ *[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+/ { v = $4 } END { print v }' /tmp/b.cli)
-	else
-		v=$(awk '/^ *[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+/ { v = $5 } END { print v }' /tmp/b.cli)
-	fi
+	bench_iters "$size" "$kind" "$qps"
 	local cpu bytes=
 	cpu=$(awk -v a="$b0" -v b="$b1" 'BEGIN { printf "%.2f", (b - a) / 100 }')
 	[ "$kind" = bw ] && bytes=$((size * n * qps))
 	echo "$drv,$prog,$size,$mtu,$qps,$rep,${v:-fail},$cpu,$bytes" >>"$OUT"
 	# Why a run failed, for the record.
-	[ -n "$v" ] || { echo "== $drv $prog $size mtu $mtu x$qps #$rep"; tail -n 4 /tmp/b.srv /tmp/b.cli; } >>"$RROCE_RUN/bench-failures.log"
+	[ -n "$v" ] || { echo "== $drv $prog $size mtu $mtu x$qps #$rep"; tail -n 4 /tmp/bench.srv /tmp/bench.cli; } >>"$RROCE_RUN/bench-failures.log"
 	echo "  $drv $prog $size mtu $mtu x$qps #$rep: ${v:-FAILED} (${cpu} CPU-s)"
 }
 # both PROG SIZE KIND MTU QPS: every repetition, rroce and rxe interleaved.

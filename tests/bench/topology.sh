@@ -59,3 +59,45 @@ wait_server() {
 		sleep 0.1
 	done
 }
+
+# bench_iters SIZE KIND QPS: sets n (iterations per QP) and opts (perftest's
+# iteration options) for a row. Bandwidth in iteration mode, sized to a
+# second or two under TCG on the benchmark kernel, the same bytes whatever
+# the QP count (-n is per QP): in duration mode (-D) perftest counts only
+# completions polled inside its sample window, cq_mod (100) messages per
+# CQE, so at TCG speeds a 1 MiB row needs 100 MiB done inside the window or
+# reads 0.
+bench_iters() {
+	if [ "$2" = bw ]; then
+		case $1 in
+		64) n=2000 ;; 4096) n=1000 ;; 65536) n=300 ;; *) n=24 ;;
+		esac
+		n=$((n / $3))
+		opts="-n $n -q $3"
+	else
+		n=300
+		opts="-n 300"
+	fi
+}
+
+# bench_run PROG SIZE KIND MTU QPS: one perftest run between the ends
+# bench_ends chose (server in $sa, client in $sb); prints its figure
+# (bandwidth: perftest's average MB/sec, which is MiB/s; latency: the
+# typical, in microseconds), nothing if it failed. Sets n and opts as
+# bench_iters does; the two sides' output stays in /tmp/bench.srv and
+# /tmp/bench.cli.
+bench_run() {
+	local prog=$1 size=$2 kind=$3 mtu=$4 qps=$5 srv
+	bench_iters "$size" "$kind" "$qps"
+	ip netns exec "$sa" timeout 90 "$prog" -d "$dev0" -m "$mtu" -s "$size" $opts >/tmp/bench.srv 2>&1 &
+	srv=$!
+	wait_server "$sa"
+	ip netns exec "$sb" timeout 90 "$prog" -d "$dev1" -m "$mtu" -s "$size" $opts "$ip" >/tmp/bench.cli 2>&1
+	wait $srv
+	# bw: "size iters peak avg msgrate" -> avg; lat: "size iters min max typical ..." -> typical
+	if [ "$kind" = bw ]; then
+		awk '/^ *[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+/ { v = $4 } END { print v }' /tmp/bench.cli
+	else
+		awk '/^ *[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+/ { v = $5 } END { print v }' /tmp/bench.cli
+	fi
+}
