@@ -63,10 +63,14 @@ pub(crate) enum Counter {
     /// Packets dropped because the receive thread they were to be handed
     /// to had a full queue.
     RcvdHandoverFull,
+    /// Doorbells that handed their QP's transmit to another CPU's receive
+    /// thread: a stream of small messages (`engine::handover::Doorbells`,
+    /// module parameter `tx_stream`).
+    TxStreamed,
 }
 
 /// Number of counters.
-pub(crate) const COUNT: usize = 24;
+pub(crate) const COUNT: usize = 25;
 
 /// The names `rdma statistic` shows, in [`Counter`] order (NUL-terminated).
 const NAMES: [&[u8]; COUNT] = [
@@ -94,6 +98,7 @@ const NAMES: [&[u8]; COUNT] = [
     b"rcvd_paged\0",
     b"rcvd_handed\0",
     b"rcvd_handover_full\0",
+    b"tx_streamed\0",
 ];
 
 /// The counters of one device; all zero is a valid initial value (the

@@ -275,6 +275,13 @@ impl CqState {
         result
     }
 
+    /// The consumer index as the consumer last wrote it: for a process's
+    /// CQ a value read from its memory, good only as a hint.
+    pub(crate) fn consumer_hint(&self) -> u32 {
+        let guard = self.inner.lock();
+        guard.buf.consumer_index().load_acquire()
+    }
+
     /// `ib_req_notify_cq`: arms the CQ. Returns the verbs return value (1
     /// when `IB_CQ_REPORT_MISSED_EVENTS` finds unpolled completions).
     pub(crate) fn arm(&self, flags: u32) -> Result<c_int> {

@@ -239,11 +239,42 @@ impl RoleState {
     }
 }
 
+/// Tells a process's doorbells that stream small messages from those of a
+/// ping-pong, per QP.
+///
+/// A doorbell runs the QP's transmit inline, and with both ends on one
+/// host the whole round trip of a small message (the peer's receive, its
+/// ACK or READ response, the completion) runs inside it: a process that
+/// posts a stream of small messages then never has more than one
+/// outstanding, and the other CPU idles. A stream shows itself at the
+/// doorbell: the process posts again without having polled a completion
+/// since its last doorbell (the send CQ's consumer index has not moved),
+/// where a latency test polls each completion first. Such a doorbell's
+/// transmit can run on another CPU, which keeps busy while the process
+/// goes on posting.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Doorbells {
+    /// The send CQ's consumer index at the last doorbell.
+    cons: Option<u32>,
+}
+
+impl Doorbells {
+    /// A doorbell with the send CQ's consumer index at `cons` (a value read
+    /// from the process's memory: any value is safe, it only steers);
+    /// `small`: the QP's last message was shorter than
+    /// [`MIN_HANDED_LEN`]. Whether this doorbell is a small stream's.
+    pub fn stream(&mut self, cons: u32, small: bool) -> bool {
+        let same = self.cons == Some(cons);
+        self.cons = Some(cons);
+        same && small
+    }
+}
+
 /// Deterministic checks of [`place`] and [`RoleState`], shared by the host
 /// tests and KUnit.
 #[cfg(any(test, CONFIG_KUNIT))]
 pub mod selftest {
-    use super::{place, Arrival, Cpus, Place, Role, RoleState, Waiting, MIN_HANDED_LEN};
+    use super::{place, Arrival, Cpus, Doorbells, Place, Role, RoleState, Waiting, MIN_HANDED_LEN};
 
     /// Fails with `msg` unless `cond` holds.
     fn check(cond: bool, msg: &'static str) -> Result<(), &'static str> {
@@ -423,6 +454,22 @@ pub mod selftest {
         check(p == Place::Here, "nothing waits: a small one stays")?;
         check(r.waiting().count == 0, "and is not counted")
     }
+
+    /// A doorbell is a small stream's only when the consumer index has not
+    /// moved since the last one and the last message was small; the first
+    /// doorbell never is.
+    pub fn doorbells() -> Result<(), &'static str> {
+        let mut d = Doorbells::default();
+        check(!d.stream(5, true), "the first doorbell")?;
+        check(d.stream(5, true), "posted again without polling")?;
+        check(d.stream(5, true), "and again")?;
+        check(!d.stream(6, true), "polled a completion since")?;
+        check(d.stream(6, true), "posting on without polling")?;
+        check(!d.stream(6, false), "a large message")?;
+        check(d.stream(6, true), "small again")?;
+        check(!d.stream(u32::MAX, true), "any index moves it")?;
+        check(d.stream(u32::MAX, true), "even the last one")
+    }
 }
 
 #[cfg(test)]
@@ -438,6 +485,7 @@ mod tests {
         selftest::by_size_and_role().unwrap();
         selftest::role_index().unwrap();
         selftest::role_state().unwrap();
+        selftest::doorbells().unwrap();
     }
 
     fn role() -> impl Strategy<Value = Role> {

@@ -61,7 +61,7 @@ use kernel::{
 use crate::{
     dev::{limits, RroceDev},
     engine::{
-        handover::RoleState,
+        handover::{Doorbells, RoleState},
         ring::{offset, Consumer, Layout, Producer},
         wire::Transport,
     },
@@ -113,6 +113,8 @@ pub(crate) struct QpInner {
     sport: u16,
     /// Set by `destroy_qp`: the transport no longer touches the QP.
     dead: bool,
+    /// A user QP's doorbells, told apart (`engine::handover::Doorbells`).
+    doorbells: Doorbells,
 }
 
 /// A QP's state: the transport's parts (`fixed`, and `inner.t` under the
@@ -452,6 +454,7 @@ fn new_state(
                 ud_tx: KVec::new(),
                 sport: 0,
                 dead: false,
+                doorbells: Doorbells::default(),
             },
             "rroce::qp"
         ),

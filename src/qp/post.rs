@@ -103,8 +103,40 @@ impl QpState {
             }
             return Err(EINVAL);
         }
+        if let Some(cpu) = self.stream_cpu(&mut inner) {
+            // A stream of small messages: the transmit (and the round
+            // trips that run inline after it) goes to the other CPU, which
+            // keeps busy while the process posts on.
+            inner.t.defer_send();
+            drop(inner);
+            drop(guard);
+            self.dev()
+                .counters
+                .inc(crate::counters::Counter::TxStreamed);
+            self.kick_home(cpu);
+            return Ok(());
+        }
         self.run_send_queue(inner, guard);
         Ok(())
+    }
+
+    /// The CPU a user RC or UC QP's doorbell hands its transmit to, if
+    /// this doorbell is a small stream's (`engine::handover::Doorbells`)
+    /// and the module parameter `tx_stream` is on.
+    fn stream_cpu(&self, inner: &mut QpInner) -> Option<u32> {
+        if self.is_ud() || self.fixed.kernel || inner.t.state != sys::ib_qp_state_IB_QPS_RTS {
+            return None;
+        }
+        // SAFETY: plain query.
+        let cpu = u32::try_from(unsafe { sys::rroce_helper_tx_stream_cpu() }).ok()?;
+        // SAFETY: the QP holds a use count on its CQs (the core's), so
+        // they outlive it.
+        let cq = unsafe { crate::cq::RroceCq::state(self.fixed.send_cq) };
+        let small = inner.t.last_small();
+        inner
+            .doorbells
+            .stream(cq.consumer_hint(), small)
+            .then_some(cpu)
     }
 
     /// Posts a kernel consumer's send work requests: each is checked,

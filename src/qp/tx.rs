@@ -365,7 +365,7 @@ impl QpState {
     /// softirq it stands in for would (a work item could wait there for
     /// as long as the thread is busy receiving, past the peer's
     /// retransmission timeout), else on its work item.
-    fn kick_home(&self, cpu: u32) {
+    pub(super) fn kick_home(&self, cpu: u32) {
         if self.tx_kicked.swap(true, Ordering::AcqRel) {
             // Queued on some thread already: that pass sends, or kicks
             // again from the wrong CPU.

@@ -1275,10 +1275,62 @@ bool rroce_helper_rxq_kick(u32 cpu, struct llist_node *node)
 	return queued;
 }
 
+/*
+ * The next online CPU after @cpu with a receive thread, or -1; at most one
+ * round of them (@cpu may be going offline and out of the mask). Inside an
+ * RCU read-side section that read @qs.
+ */
+static int rxq_next(struct rroce_rxq *qs, unsigned int cpu)
+{
+	unsigned int next = cpu, i;
+
+	for (i = 0; i < nr_cpu_ids; i++) {
+		next = cpumask_next_wrap(next, cpu_online_mask);
+		if (next >= nr_cpu_ids || next == cpu)
+			break;
+		if (qs[next].worker)
+			return next;
+	}
+	return -1;
+}
+
+/*
+ * A process's doorbell that posts again without having polled a completion
+ * since its last one, after a small message, streams small messages: with
+ * tx_stream on it hands its QP's transmit to the next CPU's receive thread
+ * instead of running the whole round trip inline (Documentation/benchmark.rst,
+ * "Small messages").
+ */
+static bool tx_stream = true;
+module_param(tx_stream, bool, 0644);
+MODULE_PARM_DESC(tx_stream,
+		 "send a stream of small messages from the next CPU's receive thread (default: on)");
+
+/* The CPU a small stream's doorbell hands its transmit to, or -1. */
+int rroce_helper_tx_stream_cpu(void)
+{
+	struct rroce_rxq *qs;
+	unsigned int cpu;
+	int other = -1;
+
+	if (!READ_ONCE(tx_stream))
+		return -1;
+	/* Only a hint: the poster may move meanwhile. */
+	cpu = raw_smp_processor_id();
+	rcu_read_lock();
+	qs = rcu_dereference(rroce_rxqs);
+	if (!qs)
+		goto out;
+	other = rxq_next(qs, cpu);
+out:
+	rcu_read_unlock();
+	return other;
+}
+
 void rroce_helper_rxq_where(u32 *here, int *other, bool *here_takes_requests)
 {
 	struct rroce_rxq *qs;
-	unsigned int cpu = smp_processor_id(), next, i;
+	unsigned int cpu = smp_processor_id();
 
 	*here = cpu;
 	*other = -1;
@@ -1292,18 +1344,7 @@ void rroce_helper_rxq_where(u32 *here, int *other, bool *here_takes_requests)
 			time_before_eq(jiffies, READ_ONCE(qs[cpu].last_request) + 1);
 	if (!READ_ONCE(rx_handover))
 		goto out;
-	/* The next online CPU with a thread; at most one round of them (this
-	 * CPU may be going offline and out of the mask). */
-	next = cpu;
-	for (i = 0; i < nr_cpu_ids; i++) {
-		next = cpumask_next_wrap(next, cpu_online_mask);
-		if (next >= nr_cpu_ids || next == cpu)
-			break;
-		if (qs[next].worker) {
-			*other = next;
-			break;
-		}
-	}
+	*other = rxq_next(qs, cpu);
 out:
 	rcu_read_unlock();
 }

@@ -86,6 +86,7 @@ selftest_suite!(
         by_size_and_role,
         role_index,
         role_state,
+        doorbells,
     ]
 );
 

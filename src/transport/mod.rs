@@ -246,6 +246,9 @@ pub(crate) struct Req {
     /// The last fetch left published WQEs for a later pass
     /// ([`FETCH_BUDGET`]): the QP's work item runs the send queue again.
     pending: bool,
+    /// The last WQE fetched was shorter than `engine::handover`'s
+    /// `MIN_HANDED_LEN` (a doorbell's stream test).
+    last_small: bool,
     /// What happened to this connection's requester (diagnostics).
     ev: ReqEvents,
 }
@@ -321,6 +324,17 @@ impl TransportState {
     /// work item must run the send queue again.
     pub(crate) fn send_pending(&self) -> bool {
         self.req.pending
+    }
+
+    /// Whether the last send WQE fetched was a small message's.
+    pub(crate) fn last_small(&self) -> bool {
+        self.req.last_small
+    }
+
+    /// Leaves the published send WQEs to the next pass of the transmit
+    /// (a doorbell that hands its transmit to another CPU).
+    pub(crate) fn defer_send(&mut self) {
+        self.req.pending = true;
     }
 }
 

@@ -86,6 +86,7 @@ impl Ctx<'_> {
                 )
             };
             let op = self.validate(k);
+            self.inner.req.last_small = (op.len as usize) < crate::engine::handover::MIN_HANDED_LEN;
             self.set_op(k, op);
             self.inner.req.fetched += 1;
         }

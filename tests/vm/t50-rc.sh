@@ -203,6 +203,58 @@ in_order() {
 }
 check rc.write_bw_4qp_in_order in_order
 
+# Small streams (module parameter tx_stream, engine::handover::Doorbells):
+# a process that posts again without polling a completion since its last
+# doorbell, after a small message, has its QP's transmit run on the other
+# CPU's receive thread (tx_streamed counts those doorbells on the
+# client's device). A stream of 64-byte WRITEs, READs and SENDs must
+# complete (perftest fails on any bad completion) with no request out of
+# sequence and, with two CPUs, hand doorbells over; a latency test polls
+# each completion before it posts again and must hand none over; with the
+# parameter off nothing is. Catches: the stream never detected, a
+# ping-pong taken for one (its latency would pay a wake-up per message),
+# WQEs a handed doorbell leaves behind (perftest would time out), the
+# parameter ignored.
+TXS=/sys/module/rroce/parameters/tx_stream
+streamed_total() {
+	local v
+	v=$(counter_of rroce1 tx_streamed)
+	[[ $v =~ ^[0-9]+$ ]] || { echo "cannot read rroce1 tx_streamed ('$v')" >&2; return 1; }
+	echo "$v"
+}
+# stream WANT PROG ARGS...: WANT is "some" or "none" doorbells handed over.
+stream() {
+	local want=$1 b a ob oa
+	shift
+	b=$(streamed_total) && ob=$(oos_total) || return 1
+	perf "$@" || return 1
+	a=$(streamed_total) && oa=$(oos_total) || return 1
+	echo "$* (tx_stream $(cat $TXS)): tx_streamed $b -> $a, out_of_seq_request $ob -> $oa (want $want, $(nproc) CPUs)" |
+		tee -a /tmp/stream.info
+	[ "$oa" = "$ob" ] || { echo "requests out of sequence"; return 1; }
+	if [ "$want" = some ] && [ "$(nproc)" -ge 2 ]; then
+		[ "$a" -gt "$b" ] || { echo "no doorbell handed over"; return 1; }
+	elif [ "$want" != some ]; then
+		[ "$a" = "$b" ] || { echo "doorbells handed over"; return 1; }
+	fi
+}
+stream_off() {
+	local rc=0 was
+	was=$(cat $TXS) || return 1
+	echo N >$TXS || return 1
+	stream none ib_write_bw -n 2000 -s 64 || rc=1
+	echo "$was" >$TXS || rc=1
+	return $rc
+}
+rm -f /tmp/stream.info
+check rc.stream_write_64 stream some ib_write_bw -n 2000 -s 64
+check rc.stream_read_64 stream some ib_read_bw -n 2000 -s 64
+check rc.stream_send_64 stream some ib_send_bw -n 2000 -s 64
+check rc.stream_not_latency stream none ib_write_lat -n 300 -s 2
+check rc.stream_not_read_latency stream none ib_read_lat -n 300 -s 2
+check rc.stream_off stream_off
+sed 's/^/    info: /' /tmp/stream.info 2>/dev/null
+
 # All sizes (-a: 2 bytes to 8 MiB), few iterations.
 check_retry rc.ib_send_bw_all perf ib_send_bw -a -n 5
 check_retry rc.ib_write_bw_all perf ib_write_bw -a -n 5
