@@ -1319,10 +1319,8 @@ int rroce_helper_tx_stream_cpu(void)
 	cpu = raw_smp_processor_id();
 	rcu_read_lock();
 	qs = rcu_dereference(rroce_rxqs);
-	if (!qs)
-		goto out;
-	other = rxq_next(qs, cpu);
-out:
+	if (qs)
+		other = rxq_next(qs, cpu);
 	rcu_read_unlock();
 	return other;
 }
