@@ -21,7 +21,7 @@ sa=ns0 sb=ns1 dev0=rroce0 dev1=rroce1 ip=192.0.2.1
 
 # one SIDE PROG SIZE KIND MTU QPS REP (sizes from bench_iters).
 one() {
-	local side=$1 prog=$2 size=$3 kind=$4 mtu=$5 qps=$6 rep=$7 opts v n
+	local side=$1 prog=$2 size=$3 kind=$4 mtu=$5 qps=$6 rep=$7 v
 	if [ "$side" = A ]; then echo Y >"$P"; else echo N >"$P"; fi
 	v=$(bench_run "$prog" "$size" "$kind" "$mtu" "$qps")
 	echo "$side,$prog,$size,$mtu,$qps,$rep,${v:-fail}" >>"$OUT"

@@ -67,16 +67,21 @@ check rc.pingpong_100k pingpong 2 100000
 # refused, a role's waiting count left behind (its packets would keep
 # going to a thread with the parameter off), a QP sending from two CPUs.
 RXH=/sys/module/rroce/parameters/rx_handover
-# counter_of DEV NAME: one counter of DEV, or nothing if it cannot be read.
-counter_of() { rdma statistic show link "$1/1" | grep -o "\b$2 [0-9]*" | awk '{print $2}'; }
+# counter_of DEV NAME: one counter of DEV; fails, saying so, if it cannot
+# be read as a number.
+counter_of() {
+	local v
+	v=$(rdma statistic show link "$1/1" | grep -o "\b$2 [0-9]*" | awk '{print $2}')
+	[[ $v =~ ^[0-9]+$ ]] || { echo "cannot read $1 $2 ('$v')" >&2; return 1; }
+	echo "$v"
+}
 # stats: "rroce0's and rroce1's rcvd_handed, out_of_seq_request,
 # rcvd_handover_full", each checked to be a number.
 stats() {
 	local d n v out=
 	for d in rroce0 rroce1; do
 		for n in rcvd_handed out_of_seq_request rcvd_handover_full; do
-			v=$(counter_of $d $n)
-			[[ $v =~ ^[0-9]+$ ]] || { echo "cannot read $d $n ('$v')" >&2; return 1; }
+			v=$(counter_of $d $n) || return 1
 			out="$out $v"
 		done
 	done
@@ -188,8 +193,7 @@ check_retry rc.ib_write_bw_ipv6 perf ib_write_bw -n 200 -s 4096 -x 2
 oos_total() {
 	local d v s=0
 	for d in rroce0 rroce1; do
-		v=$(counter_of $d out_of_seq_request)
-		[[ $v =~ ^[0-9]+$ ]] || { echo "cannot read $d out_of_seq_request ('$v')" >&2; return 1; }
+		v=$(counter_of $d out_of_seq_request) || return 1
 		s=$((s + v))
 	done
 	echo $s
@@ -216,19 +220,13 @@ check rc.write_bw_4qp_in_order in_order
 # WQEs a handed doorbell leaves behind (perftest would time out), the
 # parameter ignored.
 TXS=/sys/module/rroce/parameters/tx_stream
-streamed_total() {
-	local v
-	v=$(counter_of rroce1 tx_streamed)
-	[[ $v =~ ^[0-9]+$ ]] || { echo "cannot read rroce1 tx_streamed ('$v')" >&2; return 1; }
-	echo "$v"
-}
 # stream WANT PROG ARGS...: WANT is "some" or "none" doorbells handed over.
 stream() {
 	local want=$1 b a ob oa
 	shift
-	b=$(streamed_total) && ob=$(oos_total) || return 1
+	b=$(counter_of rroce1 tx_streamed) && ob=$(oos_total) || return 1
 	perf "$@" || return 1
-	a=$(streamed_total) && oa=$(oos_total) || return 1
+	a=$(counter_of rroce1 tx_streamed) && oa=$(oos_total) || return 1
 	echo "$* (tx_stream $(cat $TXS)): tx_streamed $b -> $a, out_of_seq_request $ob -> $oa (want $want, $(nproc) CPUs)" |
 		tee -a /tmp/stream.info
 	[ "$oa" = "$ob" ] || { echo "requests out of sequence"; return 1; }
