@@ -275,7 +275,8 @@ selftest_suite!(
 
 // What a responder refuses from its peer, MR keys and the MR table's
 // limit, through a kernel consumer (the unmapped-address READ last); a
-// requester's reaction to responses in an order a peer rarely produces.
+// requester's reaction to responses in an order a peer rarely produces;
+// a responder's to the requests behind its RNR NAK.
 selftest_suite!(
     rroce_peer,
     crate::test::kconsumer::peer_selftest,
@@ -286,6 +287,7 @@ selftest_suite!(
         many_mrs,
         mr_table_full,
         ack_ends_rnr_wait,
+        rnr_nak_silences_the_rest,
         dma_mr_bad_address,
     ]
 );

@@ -364,7 +364,8 @@ pub(crate) struct Resp {
     /// Expected PSN.
     epsn: u32,
     msn: u32,
-    /// A PSN sequence NAK was sent for the current gap.
+    /// A sequence or RNR NAK was sent for the expected PSN and no request
+    /// at that PSN came since: later ones are dropped without another.
     nak_sent: bool,
     /// UC: a packet of the current message was lost; the rest of it is
     /// dropped until a first or only packet starts the next.

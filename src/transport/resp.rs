@@ -191,6 +191,13 @@ impl<'a> Ctx<'a> {
             // UC cannot ask for the message again: it is lost.
             return self.drop_message();
         }
+        // The NAK sends the requester back to `psn` once its timer runs
+        // out; the requests it sent behind this one are already on their
+        // way and are dropped in silence, as after a sequence NAK. A
+        // sequence NAK for them tells the requester of a loss that did not
+        // happen: rroce's halves its window, one that goes back at once
+        // cuts its RNR wait short.
+        self.inner.resp.nak_sent = true;
         let timer = self.inner.attrs.min_rnr_timer;
         self.send_ack(Syndrome::RnrNak { timer }, psn);
     }

@@ -28,7 +28,7 @@ pub enum RequestClass {
 }
 
 /// Classifies a request at `psn` against the expected PSN `epsn`;
-/// `nak_sent`: a sequence NAK was already sent for the current gap.
+/// `nak_sent`: a sequence or RNR NAK was already sent for `epsn`.
 pub const fn classify_request(psn: Psn, epsn: Psn, nak_sent: bool) -> RequestClass {
     match psn.classify(epsn) {
         PsnClass::Expected => RequestClass::New,

@@ -3,6 +3,7 @@
 //! A peer's responses, built with the wire codec and handed to a kernel
 //! QP's completer as the receive path would (under the QP lock), in orders
 //! a real peer produces only by chance: each case pins down one sequence.
+//! Also what a responder answers to the requests behind its RNR NAK.
 
 use kernel::sync::rcu;
 
@@ -115,6 +116,96 @@ pub(crate) fn ack_ends_rnr_wait() -> Result<(), &'static str> {
     let _ = wait_wcs(&cq, 1);
     if !sent {
         return Err("the next WRITE was not sent");
+    }
+    Ok(())
+}
+
+/// Waits up to a second for `qp`'s diagnostic value `name` to reach at
+/// least `n`.
+fn diag_reaches(qp: &TestQp, name: &str, n: u32) -> bool {
+    (0..100).any(|_| {
+        if diag(qp, name) >= n {
+            return true;
+        }
+        fsleep(Delta::from_millis(10));
+        false
+    })
+}
+
+/// Two SENDs in one post to a responder with no receive WQE: the first
+/// gets an RNR NAK; the second, already on its way, must be dropped in
+/// silence, not NAKed as out of sequence (that NAK sent the requester
+/// back at once, cutting its RNR wait short, and counted as a loss; a
+/// stream of small SENDs outrunning its receiver did it on every RNR).
+/// Once receives are posted both SENDs arrive, in order, intact.
+pub(crate) fn rnr_nak_silences_the_rest() -> Result<(), &'static str> {
+    use sys::*;
+    let p = super::peer::Pair::new()?;
+    let lkey = p.pd.lkey();
+    let src = pattern(128, 9)?;
+    let mut rbuf = zeroed(128)?;
+    let s = [
+        sge(src.as_ptr(), 64, lkey),
+        sge(src.as_ptr().wrapping_add(64), 64, lkey),
+    ];
+    // SAFETY: all-zero is a valid `ib_send_wr`.
+    let mut w: [ib_send_wr; 2] = unsafe { core::mem::zeroed() };
+    for (i, (w, s)) in w.iter_mut().zip(s.iter()).enumerate() {
+        w.__bindgen_anon_1.wr_id = 0xc1 + i as u64;
+        w.opcode = ib_wr_opcode_IB_WR_SEND;
+        w.send_flags = ib_send_flags_IB_SEND_SIGNALED;
+        w.sg_list = core::ptr::from_ref(s).cast_mut();
+        w.num_sge = 1;
+    }
+    let [w1, w2] = &mut w;
+    w1.next = w2;
+    if p.a.post_send(w1).0 != 0 {
+        return Err("post_send of two SENDs failed");
+    }
+    // Two RNR NAKs: the second SEND of the first round (sent before the
+    // first NAK was handled: `max_psn`) reached the responder before the
+    // retry that drew the second, over the loopback's one queue.
+    if !diag_reaches(&p.b, "resp_rnr_naks", 2) {
+        return Err("the responder sent no RNR NAK, or only one");
+    }
+    if diag(&p.a, "max_psn") != FIRST_PSN + 2 {
+        return Err("the second SEND was never sent");
+    }
+    // Both SENDs arrive now, at whichever retry comes next.
+    let r = [
+        sge(rbuf.as_mut_ptr(), 64, lkey),
+        sge(rbuf.as_mut_ptr().wrapping_add(64), 64, lkey),
+    ];
+    // SAFETY: all-zero is a valid `ib_recv_wr`.
+    let mut rw: [ib_recv_wr; 2] = unsafe { core::mem::zeroed() };
+    for (i, (w, r)) in rw.iter_mut().zip(r.iter()).enumerate() {
+        w.__bindgen_anon_1.wr_id = 0xd1 + i as u64;
+        w.sg_list = core::ptr::from_ref(r).cast_mut();
+        w.num_sge = 1;
+    }
+    let [r1, r2] = &mut rw;
+    r1.next = r2;
+    if p.b.post_recv(r1).0 != 0 {
+        return Err("post_recv failed");
+    }
+    let sent = wait_wcs(&p.cq_a, 2);
+    let recvd = wait_wcs(&p.cq_b, 2);
+    let (seq_b, seq_a) = (diag(&p.b, "resp_seq_naks"), diag(&p.a, "req_seq_naks"));
+    if seq_b != 0 || seq_a != 0 {
+        pr_err!("sequence NAKs during the RNR retries: sent {seq_b}, received {seq_a}\n");
+        return Err("requests behind an RNR NAK were NAKed as out of sequence");
+    }
+    let ok = |v: &KVec<ib_wc>, id: u64| {
+        v.iter().map(|wc| (wc.status, wr_id(wc))).eq([
+            (ib_wc_status_IB_WC_SUCCESS, id),
+            (ib_wc_status_IB_WC_SUCCESS, id + 1),
+        ])
+    };
+    if !ok(&sent, 0xc1) || !ok(&recvd, 0xd1) {
+        return Err("the SENDs did not both complete, in order, after the RNR NAKs");
+    }
+    if rbuf[..] != src[..] {
+        return Err("SEND data differs");
     }
     Ok(())
 }
