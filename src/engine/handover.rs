@@ -254,19 +254,28 @@ impl RoleState {
 /// goes on posting.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Doorbells {
-    /// The send CQ's consumer index at the last doorbell.
+    /// The send CQ's consumer index at the last doorbell that could have
+    /// streamed (`None` after one that could not).
     cons: Option<u32>,
 }
 
 impl Doorbells {
-    /// A doorbell with the send CQ's consumer index at `cons` (a value read
-    /// from the process's memory: any value is safe, it only steers);
-    /// `small`: the QP's last message was shorter than
-    /// [`MIN_HANDED_LEN`]. Whether this doorbell is a small stream's.
-    pub fn stream(&mut self, cons: u32, small: bool) -> bool {
-        let same = self.cons == Some(cons);
-        self.cons = Some(cons);
-        same && small
+    /// A doorbell; `small`: it may stream (the QP's last message was
+    /// shorter than [`MIN_HANDED_LEN`] and there is a CPU to hand it to);
+    /// `cons` reads the send CQ's consumer index (a value from the
+    /// process's memory: any value is safe, it only steers), only for a
+    /// small one, so that a doorbell that cannot stream pays nothing for
+    /// it. Whether this doorbell is a small stream's: it and the one
+    /// before were small, with no completion polled in between.
+    pub fn stream(&mut self, small: bool, cons: impl FnOnce() -> u32) -> bool {
+        if !small {
+            self.cons = None;
+            return false;
+        }
+        let c = cons();
+        let same = self.cons == Some(c);
+        self.cons = Some(c);
+        same
     }
 }
 
@@ -460,15 +469,24 @@ pub mod selftest {
     /// doorbell never is.
     pub fn doorbells() -> Result<(), &'static str> {
         let mut d = Doorbells::default();
-        check(!d.stream(5, true), "the first doorbell")?;
-        check(d.stream(5, true), "posted again without polling")?;
-        check(d.stream(5, true), "and again")?;
-        check(!d.stream(6, true), "polled a completion since")?;
-        check(d.stream(6, true), "posting on without polling")?;
-        check(!d.stream(6, false), "a large message")?;
-        check(d.stream(6, true), "small again")?;
-        check(!d.stream(u32::MAX, true), "any index moves it")?;
-        check(d.stream(u32::MAX, true), "even the last one")
+        check(!d.stream(true, || 5), "the first doorbell")?;
+        check(d.stream(true, || 5), "posted again without polling")?;
+        check(d.stream(true, || 5), "and again")?;
+        check(!d.stream(true, || 6), "polled a completion since")?;
+        check(d.stream(true, || 6), "posting on without polling")?;
+        let mut read = false;
+        check(
+            !d.stream(false, || {
+                read = true;
+                6
+            }),
+            "a large message",
+        )?;
+        check(!read, "a large message's doorbell read the consumer index")?;
+        check(!d.stream(true, || 6), "the first small one after it")?;
+        check(d.stream(true, || 6), "small again")?;
+        check(!d.stream(true, || u32::MAX), "any index moves it")?;
+        check(d.stream(true, || u32::MAX), "even the last one")
     }
 }
 

@@ -127,16 +127,19 @@ impl QpState {
         if self.is_ud() || self.fixed.kernel || inner.t.state != sys::ib_qp_state_IB_QPS_RTS {
             return None;
         }
-        // SAFETY: plain query.
-        let cpu = u32::try_from(unsafe { sys::rroce_helper_tx_stream_cpu() }).ok()?;
+        // Only a small message's doorbell asks for a CPU, and only then
+        // reads the CQ (under its lock).
+        let cpu = if inner.t.last_small() {
+            // SAFETY: plain query.
+            u32::try_from(unsafe { sys::rroce_helper_tx_stream_cpu() }).ok()
+        } else {
+            None
+        };
         // SAFETY: the QP holds a use count on its CQs (the core's), so
         // they outlive it.
         let cq = unsafe { crate::cq::RroceCq::state(self.fixed.send_cq) };
-        let small = inner.t.last_small();
-        inner
-            .doorbells
-            .stream(cq.consumer_hint(), small)
-            .then_some(cpu)
+        let streams = inner.doorbells.stream(cpu.is_some(), || cq.consumer_hint());
+        cpu.filter(|_| streams)
     }
 
     /// Posts a kernel consumer's send work requests: each is checked,
