@@ -7,13 +7,18 @@
 cd "$(dirname "$0")/../.." || exit 1
 . tests/vm/lib.sh
 : >"$CHECKS"
+TIMES=()
 for t in tests/vm/t[0-9]*.sh; do
 	if [ -n "${RROCE_VM_TESTS:-}" ] && [[ " $RROCE_VM_TESTS " != *" $(basename "$t" .sh) "* ]]; then
 		continue
 	fi
 	echo "== $t"
+	t0=$SECONDS
 	bash "$t" || fail "$(basename "$t" .sh)" "script exited $?"
+	TIMES+=("$(basename "$t" .sh) $((SECONDS - t0))s")
 done
+# Where the guest's time went (the check's length is mostly this part).
+echo "== times: ${TIMES[*]}"
 echo "== unload"
 if module_loaded rroce; then
 	check module.rmmod rmmod rroce
