@@ -28,15 +28,21 @@ fn diag(qp: &TestQp, name: &str) -> u32 {
         .map_or(u32::MAX, |&(_, v)| v)
 }
 
-/// Waits up to a second for `qp`'s next PSN to reach `psn`.
-fn sent_through(qp: &TestQp, psn: u32) -> bool {
+/// Waits up to a second for `qp`'s diagnostic value `name` to satisfy
+/// `want`.
+fn wait_diag(qp: &TestQp, name: &str, want: impl Fn(u32) -> bool) -> bool {
     for _ in 0..100 {
-        if diag(qp, "psn") == psn {
+        if want(diag(qp, name)) {
             return true;
         }
         fsleep(Delta::from_millis(10));
     }
     false
+}
+
+/// Waits up to a second for `qp`'s next PSN to reach `psn`.
+fn sent_through(qp: &TestQp, psn: u32) -> bool {
+    wait_diag(qp, "psn", |v| v == psn)
 }
 
 /// Hands `qp` an ACK-class response (RNR NAK, ACK) at `psn` as its peer's.
@@ -120,18 +126,6 @@ pub(crate) fn ack_ends_rnr_wait() -> Result<(), &'static str> {
     Ok(())
 }
 
-/// Waits up to a second for `qp`'s diagnostic value `name` to reach at
-/// least `n`.
-fn diag_reaches(qp: &TestQp, name: &str, n: u32) -> bool {
-    (0..100).any(|_| {
-        if diag(qp, name) >= n {
-            return true;
-        }
-        fsleep(Delta::from_millis(10));
-        false
-    })
-}
-
 /// Two SENDs in one post to a responder with no receive WQE: the first
 /// gets an RNR NAK; the second, already on its way, must be dropped in
 /// silence, not NAKed as out of sequence (that NAK sent the requester
@@ -165,7 +159,7 @@ pub(crate) fn rnr_nak_silences_the_rest() -> Result<(), &'static str> {
     // Two RNR NAKs: the second SEND of the first round (sent before the
     // first NAK was handled: `max_psn`) reached the responder before the
     // retry that drew the second, over the loopback's one queue.
-    if !diag_reaches(&p.b, "resp_rnr_naks", 2) {
+    if !wait_diag(&p.b, "resp_rnr_naks", |v| v >= 2) {
         return Err("the responder sent no RNR NAK, or only one");
     }
     if diag(&p.a, "max_psn") != FIRST_PSN + 2 {
