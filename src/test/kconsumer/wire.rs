@@ -128,9 +128,9 @@ pub(crate) fn ack_ends_rnr_wait() -> Result<(), &'static str> {
 
 /// Two SENDs in one post to a responder with no receive WQE: the first
 /// gets an RNR NAK; the second, already on its way, must be dropped in
-/// silence, not NAKed as out of sequence (that NAK sent the requester
-/// back at once, cutting its RNR wait short, and counted as a loss; a
-/// stream of small SENDs outrunning its receiver did it on every RNR).
+/// silence, not NAKed as out of sequence (that NAK told the requester of
+/// a loss that did not happen, which halved its window; a stream of small
+/// SENDs outrunning its receiver drew one at every RNR).
 /// Once receives are posted both SENDs arrive, in order, intact.
 pub(crate) fn rnr_nak_silences_the_rest() -> Result<(), &'static str> {
     use sys::*;
