@@ -27,7 +27,8 @@
 //! Locking: `QpState::inner` (IRQ-safe spinlock) protects the state, the
 //! attributes, the ring indices and the transport; the ring buffers are
 //! only allocated at create and freed at destroy. Packets are built under
-//! the lock and sent after it is dropped, in order (`flush_tx`).
+//! the lock and sent after it is dropped, in order per lane (`flush_tx`:
+//! requests and responses are sent independently).
 //!
 //! The transport owns the types of what it works on
 //! (`crate::transport::QpFixed`, `TransportState`, `QpAttrs`); the QP
@@ -133,10 +134,12 @@ pub(crate) struct QpState {
     dev: *const RroceDev,
     /// What the transport reads and nobody changes after create.
     pub(crate) fixed: QpFixed,
-    /// Someone is sending the packets in `TransportState::tx`.
+    /// Someone is sending the packets of `TransportState::tx` (requests).
     tx_busy: AtomicBool,
-    /// The CPU the QP's packets last left from (`u32::MAX`: none yet);
-    /// they keep leaving from it while requests are in flight
+    /// Someone is sending the packets of `TransportState::rtx` (responses).
+    rtx_busy: AtomicBool,
+    /// The CPU the QP's requests last left from (`u32::MAX`: none yet);
+    /// they keep leaving from it while some are in flight
     /// (`tx::QpState::send_queued`).
     tx_home: AtomicU32,
     /// The CPU whose receive thread `tx_node` was last queued to.
@@ -441,6 +444,7 @@ fn new_state(
                     sq_shadow: r.sq_shadow,
                     rq_shadow: r.rq_shadow,
                     tx: KVec::new(),
+                    rtx: KVec::new(),
                     mtu: transport::mtu_bytes(sys::ib_mtu_IB_MTU_256),
                     epoch: 0,
                     odp: Default::default(),
@@ -483,6 +487,7 @@ fn new_state(
             route: core::ptr::null_mut(),
         },
         tx_busy: AtomicBool::new(false),
+        rtx_busy: AtomicBool::new(false),
         tx_home: AtomicU32::new(u32::MAX),
         tx_kick_cpu: AtomicU32::new(u32::MAX),
         tx_node: UnsafeCell::new(sys::llist_node {

@@ -3,9 +3,11 @@
 //! A QP's transmit side: running the send queue and sending what the
 //! transport built.
 //!
-//! Packets are built under the QP lock into `QpInner::tx` (RC) or handed
+//! Packets are built under the QP lock into the transport's two lanes
+//! (RC: `TransportState::tx` for requests, `rtx` for responses) or handed
 //! back as datagrams (UD, each with its own address) and sent once the lock
-//! is dropped, in order, by one context at a time (`flush_tx`). What cannot
+//! is dropped, in order per lane, by one context at a time per lane
+//! (`flush_tx`). What cannot
 //! be sent where it was built (interrupts off, or a softirq burst over its
 //! budget) goes to the QP's work item; READ responses still to build go
 //! there too. The QP's timer (the transport's retransmission and RNR
@@ -20,7 +22,12 @@ use kernel::{
 };
 
 use super::{QpInner, QpState};
-use crate::{ah::AddressVector, net::skb::Skb, rdma::sys, transport};
+use crate::{
+    ah::AddressVector,
+    net::skb::Skb,
+    rdma::sys,
+    transport::{self, Lane},
+};
 
 /// Creates the QP's timer and initializes its work item.
 ///
@@ -191,10 +198,12 @@ impl QpState {
             .is_ok()
     }
 
-    /// Sends the queued packets, in order: one context at a time drains
-    /// the queue, others leave their packets to it. At most a budget per
-    /// call; the rest, READ responses still to build and send WQEs left
-    /// unfetched go to the work item.
+    /// Sends the queued packets, in order: per lane (`transport::Lane`),
+    /// one context at a time drains the queue, others leave their packets
+    /// to it. The two lanes are independent: a request posted on one CPU
+    /// leaves from there while another CPU sends the ACKs the QP's
+    /// responder owes. At most a budget per call; the rest, READ responses
+    /// still to build and send WQEs left unfetched go to the work item.
     pub(crate) fn flush_tx(&self) {
         // With bottom halves off, a veth peer only queues what we send (up
         // to netdev_max_backlog) and a burst (a large READ's responses)
@@ -210,57 +219,78 @@ impl QpState {
         } else {
             TX_BUDGET_PROCESS
         };
+        let mut deferred = false;
+        for lane in Lane::ALL {
+            match self.flush_lane(lane, &mut budget) {
+                Flushed::Done => {}
+                Flushed::Budget => deferred = true,
+                Flushed::Stop => return,
+            }
+        }
+        let more_work = {
+            let inner = self.inner.lock();
+            !inner.t.resp_q.is_empty() || self.fetch_left(&inner) || inner.t.odp_pending()
+        };
+        // Packets left for lack of budget, READ responses still to build,
+        // WQEs still to fetch: the work item does it.
+        if deferred || more_work {
+            // SAFETY: initialized at create; cancelled before the state is
+            // freed.
+            unsafe { sys::rroce_helper_queue_work(self.tx_work.get()) };
+        }
+    }
+
+    /// [`Self::flush_tx`] for one lane: sends its queue until it is empty
+    /// or `budget` runs out, unless another context is sending it.
+    fn flush_lane(&self, lane: Lane, budget: &mut usize) -> Flushed {
+        let busy = match lane {
+            Lane::Req => &self.tx_busy,
+            Lane::Resp => &self.rtx_busy,
+        };
         loop {
-            // Whoever holds `tx_busy` sends for everyone, so it must not be
-            // preempted while it does: a process posting from its system
-            // call and then taken off the CPU would hold every packet other
-            // contexts queue meanwhile (the retransmissions the timer makes,
-            // the ACKs the responder owes) for as long as the scheduler
-            // keeps it waiting, longer than the peer's retransmission
-            // timeout on a loaded machine. Softirq context is not
-            // preemptible anyway; a pass is bounded by the budget.
+            // Whoever holds the lane's busy flag sends for everyone, so it
+            // must not be preempted while it does: a process posting from
+            // its system call and then taken off the CPU would hold every
+            // packet other contexts queue meanwhile (the retransmissions
+            // the timer makes, the ACKs the responder owes) for as long as
+            // the scheduler keeps it waiting, longer than the peer's
+            // retransmission timeout on a loaded machine. Softirq context
+            // is not preemptible anyway; a pass is bounded by the budget.
             // SAFETY: balanced below, nothing in between sleeps.
             unsafe { sys::rroce_helper_preempt_disable() };
-            if self.tx_busy.swap(true, Ordering::Acquire) {
+            if busy.swap(true, Ordering::Acquire) {
                 // SAFETY: disabled above.
                 unsafe { sys::rroce_helper_preempt_enable() };
-                return;
+                // The holder sends what this context queued: it looks at
+                // the queue again after letting go of the flag.
+                return Flushed::Done;
             }
-            let mut pass = self.gate(budget);
+            let mut pass = self.gate(*budget);
             let allowed = pass;
-            let left = self.send_queued(&mut pass);
+            let left = self.send_queued(lane, &mut pass);
             let spent = allowed.saturating_sub(pass);
-            budget = budget.saturating_sub(spent);
+            *budget = budget.saturating_sub(spent);
             self.gate_spent(spent);
-            self.tx_busy.store(false, Ordering::Release);
+            busy.store(false, Ordering::Release);
             // SAFETY: disabled above.
             unsafe { sys::rroce_helper_preempt_enable() };
             if self.tx_held() {
                 // What is queued waits for the gate to open.
-                return;
+                return Flushed::Stop;
             }
-            let deferred = match left {
-                Left::Nothing => false,
-                Left::Budget => true,
-                Left::Home(cpu) => return self.kick_home(cpu),
-            };
-            let (more_tx, more_work) = {
-                let inner = self.inner.lock();
-                (
-                    !inner.t.tx.is_empty(),
-                    !inner.t.resp_q.is_empty() || self.fetch_left(&inner) || inner.t.odp_pending(),
-                )
-            };
-            // READ responses still to build, WQEs still to fetch: the work
-            // item does it.
-            if deferred || more_work {
-                // SAFETY: initialized at create; cancelled before the state
-                // is freed.
-                unsafe { sys::rroce_helper_queue_work(self.tx_work.get()) };
-                return;
+            match left {
+                Left::Nothing => {}
+                Left::Budget => return Flushed::Budget,
+                Left::Home(cpu) => {
+                    // The pass there sends both lanes.
+                    self.kick_home(cpu);
+                    return Flushed::Stop;
+                }
             }
-            if !more_tx {
-                return;
+            // Packets queued while this context sent, by contexts that
+            // found the flag taken.
+            if self.inner.lock().t.queue(lane).is_empty() {
+                return Flushed::Done;
             }
         }
     }
@@ -272,9 +302,9 @@ impl QpState {
         inner.t.send_pending() && !(self.is_ud() && self.fixed.kernel)
     }
 
-    /// Sends packets of `TransportState::tx` while `budget` lasts (the
-    /// caller owns `tx_busy` and disabled preemption), from the CPU the
-    /// QP's packets last left from while its requests are in flight.
+    /// Sends packets of `lane`'s queue while `budget` lasts (the caller
+    /// owns the lane's busy flag and disabled preemption); requests from
+    /// the CPU the QP's requests last left from while some are in flight.
     ///
     /// A virtual link (veth, loopback) queues a packet on the backlog of
     /// the CPU that sent it; packets of one QP sent from two CPUs can
@@ -282,34 +312,37 @@ impl QpState {
     /// NAK and a go-back-N retransmission. Once every request is
     /// acknowledged nothing of the QP's requests can still be queued
     /// anywhere, and its transmit moves to whichever CPU sends next. (Its
-    /// responses and ACKs are not held to this: ACKs are cumulative, and
-    /// a READ's responses leave from the context answering it.)
-    fn send_queued(&self, budget: &mut usize) -> Left {
+    /// responses and ACKs, the other lane, are not held to this: ACKs are
+    /// cumulative, and a READ's responses leave from the context
+    /// answering it.)
+    fn send_queued(&self, lane: Lane, budget: &mut usize) -> Left {
         loop {
             let (batch, av, sport, epoch) = {
                 let mut inner = self.inner.lock();
-                if inner.t.tx.is_empty() {
+                if inner.t.queue(lane).is_empty() {
                     return Left::Nothing;
                 }
                 if *budget == 0 {
                     return Left::Budget;
                 }
-                if inner.t.requests_in_flight() {
-                    let home = self.tx_home.load(Ordering::Relaxed);
-                    // SAFETY: plain query of the current CPU.
-                    let elsewhere = unsafe { sys::rroce_helper_tx_elsewhere(home) };
-                    if let Ok(cpu) = u32::try_from(elsewhere) {
-                        return Left::Home(cpu);
+                if lane == Lane::Req {
+                    if inner.t.requests_in_flight() {
+                        let home = self.tx_home.load(Ordering::Relaxed);
+                        // SAFETY: plain query of the current CPU.
+                        let elsewhere = unsafe { sys::rroce_helper_tx_elsewhere(home) };
+                        if let Ok(cpu) = u32::try_from(elsewhere) {
+                            return Left::Home(cpu);
+                        }
                     }
+                    // SAFETY: plain query; preemption is disabled (caller).
+                    let cpu = unsafe { sys::rroce_helper_smp_processor_id() };
+                    self.tx_home.store(cpu, Ordering::Relaxed);
                 }
-                // SAFETY: plain query; preemption is disabled (caller).
-                let cpu = unsafe { sys::rroce_helper_smp_processor_id() };
-                self.tx_home.store(cpu, Ordering::Relaxed);
-                let n = u32::try_from(inner.t.tx_packets()).unwrap_or(u32::MAX);
+                let n = u32::try_from(inner.t.lane_packets(lane)).unwrap_or(u32::MAX);
                 inner.t.tx_sent = inner.t.tx_sent.wrapping_add(n);
                 inner.t.tx_at = crate::transport::now_ms();
                 (
-                    core::mem::take(&mut inner.t.tx),
+                    core::mem::take(inner.t.queue_mut(lane)),
                     inner.t.attrs.av,
                     inner.sport,
                     inner.t.epoch,
@@ -350,10 +383,10 @@ impl QpState {
                     // new connection.
                     continue;
                 }
-                for skb in inner.t.tx.drain_all() {
+                for skb in inner.t.queue_mut(lane).drain_all() {
                     let _ = rest.push(skb, GFP_ATOMIC);
                 }
-                inner.t.tx = rest;
+                *inner.t.queue_mut(lane) = rest;
             }
         }
     }
@@ -385,6 +418,17 @@ impl QpState {
     }
 }
 
+/// How [`QpState::flush_lane`] left its lane.
+enum Flushed {
+    /// Empty, or being sent by another context.
+    Done,
+    /// Packets are left for lack of budget: the work item sends them.
+    Budget,
+    /// Nothing more is sent from here: the transmit is held (KUnit) or
+    /// was kicked to the CPU the QP's requests leave from.
+    Stop,
+}
+
 /// What [`QpState::send_queued`] left in the queue.
 enum Left {
     /// Nothing: the queue is empty.
@@ -414,7 +458,7 @@ impl QpState {
         budget
     }
 
-    /// `spent` packets went through the gate (by the `tx_busy` holder).
+    /// `spent` packets went through the gate (by a lane's sender).
     fn gate_spent(&self, spent: usize) {
         #[cfg(CONFIG_KUNIT)]
         {
@@ -445,6 +489,20 @@ impl QpState {
     #[cfg(CONFIG_KUNIT)]
     pub(crate) fn hold_tx_after(&self, n: u32) {
         self.tx_gate.store(n.min(u32::MAX - 1), Ordering::Release);
+    }
+
+    /// Stands in for another context sending the QP's responses (`true`:
+    /// takes the response lane's busy flag, `false` if it was taken
+    /// already; `false`: gives it back, then flushes what waited, and
+    /// says whether it was held).
+    #[cfg(CONFIG_KUNIT)]
+    pub(crate) fn hold_responses(&self, hold: bool) -> bool {
+        if hold {
+            return !self.rtx_busy.swap(true, Ordering::Acquire);
+        }
+        let held = self.rtx_busy.swap(false, Ordering::Release);
+        self.flush_tx();
+        held
     }
 
     /// Opens the gate and sends what waited for it.
@@ -566,6 +624,7 @@ fn tx_pass(state: &QpState, may_sleep: bool) {
         if ndev.is_null() || inner.dead {
             // The netdev or the QP is going away: nothing more is sent.
             drop(core::mem::take(&mut inner.t.tx));
+            drop(core::mem::take(&mut inner.t.rtx));
             drop(core::mem::take(&mut inner.ud_tx));
             return;
         }
@@ -592,7 +651,7 @@ fn tx_pass(state: &QpState, may_sleep: bool) {
         ud_more
             || inner.t.odp_pending()
             || !inner.t.resp_q.is_empty()
-            || !inner.t.tx.is_empty()
+            || !inner.t.tx_empty()
             || !inner.ud_tx.is_empty()
             || state.fetch_left(&inner)
     };

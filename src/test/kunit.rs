@@ -288,6 +288,7 @@ selftest_suite!(
         mr_table_full,
         ack_ends_rnr_wait,
         rnr_nak_silences_the_rest,
+        request_passes_held_responses,
         dma_mr_bad_address,
     ]
 );

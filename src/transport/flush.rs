@@ -158,6 +158,7 @@ impl Ctx<'_> {
         }
         self.inner.resp_q.clear();
         drop(core::mem::take(&mut self.inner.tx));
+        drop(core::mem::take(&mut self.inner.rtx));
         self.inner.epoch = self.inner.epoch.wrapping_add(1);
         self.inner.req = Req::default();
         self.inner.resp = Resp::default();

@@ -60,7 +60,7 @@ mod ud;
 pub(crate) use diag::Diag;
 pub(crate) use odp::OdpWait;
 pub(crate) use resp::RespQueue;
-pub(crate) use state::{QpAttrs, QpFixed, TransportState};
+pub(crate) use state::{Lane, QpAttrs, QpFixed, TransportState};
 pub(crate) use ud::Datagram;
 
 /// `IB_SEND_FENCE`, `IB_SEND_SIGNALED`, `IB_SEND_SOLICITED`, `IB_SEND_INLINE`.
@@ -471,7 +471,7 @@ impl Ctx<'_> {
 
     /// [`Self::queue`] for a packet of a message the caller queues `follow`
     /// more packets of right after this one. The packet joins the GSO run
-    /// at the tail of the queue if it fits there (see [`Skb::append`]);
+    /// at the tail of its lane's queue if it fits there (see [`Skb::append`]);
     /// otherwise a full-size packet with only a BTH, out of a netdev that
     /// takes UDP GSO, starts a run for itself and the packets that follow
     /// (those of a stream's middle, and its last one, share its size or
@@ -489,12 +489,13 @@ impl Ctx<'_> {
         let Some(total) = wire::packet_len(h.bth.opcode, payload_len) else {
             return Ok(false);
         };
+        let lane = Lane::of(h.bth.opcode);
         let joins = self
             .inner
-            .tx
+            .queue_mut(lane)
             .last_mut()
             .is_some_and(|l| l.can_append(total));
-        let mut skb = match joins.then(|| self.inner.tx.pop()).flatten() {
+        let mut skb = match joins.then(|| self.inner.queue_mut(lane).pop()).flatten() {
             Some(run) => run,
             None => {
                 let ipv6 = matches!(
@@ -527,7 +528,7 @@ impl Ctx<'_> {
         // skb only if the packet was built. The vector has room for what
         // was popped from it.
         if (matches!(built, Ok(true)) || joins) && skb.packets() > 0 {
-            if self.inner.tx.push(skb, GFP_ATOMIC).is_err() {
+            if self.inner.queue_mut(lane).push(skb, GFP_ATOMIC).is_err() {
                 return Ok(false);
             }
         }

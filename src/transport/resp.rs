@@ -6,7 +6,7 @@
 
 use kernel::prelude::*;
 
-use super::{odp::FAULT_AHEAD, Ctx, RecvCtx, Resp, SgeError, WriteCtx};
+use super::{odp::FAULT_AHEAD, Ctx, Lane, RecvCtx, Resp, SgeError, WriteCtx};
 use crate::{
     abi,
     completion::{Completion, WcEx, WcOpcode, WcStatus},
@@ -147,10 +147,10 @@ impl<'a> Ctx<'a> {
     }
 
     /// Builds up to `budget` queued responses, in order, while fewer than
-    /// [`RESP_TX_CAP`] of the QP's packets wait to be sent; the rest stay
+    /// [`RESP_TX_CAP`] of the QP's responses wait to be sent; the rest stay
     /// queued for the work item.
     pub(crate) fn pump_responses(&mut self, mut budget: u32) {
-        while budget > 0 && self.inner.tx_packets() < RESP_TX_CAP {
+        while budget > 0 && self.inner.lane_packets(Lane::Resp) < RESP_TX_CAP {
             let Some(item) = self.inner.resp_q.front() else {
                 return;
             };

@@ -117,27 +117,85 @@ pub(crate) struct TransportState {
     pub(crate) sq_shadow: KVVec<u8>,
     /// Kernel copy of the receive WQE being filled.
     pub(crate) rq_shadow: KVVec<u8>,
-    /// Packets to send once the lock is dropped.
+    /// Requests to send once the lock is dropped ([`Lane::Req`]).
     pub(crate) tx: KVec<Skb>,
+    /// Responses to send once the lock is dropped ([`Lane::Resp`]).
+    pub(crate) rtx: KVec<Skb>,
     /// Path MTU in bytes (RTR onwards).
     pub(crate) mtu: u32,
-    /// Bumped by RESET: packets taken out of `tx` before it are not put
-    /// back after it.
+    /// Bumped by RESET: packets taken out of `tx` or `rtx` before it are
+    /// not put back after it.
     pub(crate) epoch: u32,
     /// ODP pages the transport is waiting for (see `transport::odp`).
     pub(crate) odp: super::OdpWait,
-    /// Packets taken from `tx` to be sent, and of those, dropped before
-    /// the IP stack (no route, no address vector); diagnostics, wrapping.
+    /// Packets taken from `tx` and `rtx` to be sent, and of those, dropped
+    /// before the IP stack (no route, no address vector); diagnostics,
+    /// wrapping.
     pub(crate) tx_sent: u32,
     pub(crate) tx_lost: u32,
     /// When (the tick in ms) packets were last taken to be sent.
     pub(crate) tx_at: u32,
 }
 
+/// Which of a QP's two transmit queues a packet goes to. The requester's
+/// packets (requests) and the responder's (ACKs, NAKs, READ and atomic
+/// responses) travel in opposite directions, each in its own PSN order,
+/// and neither needs the other's order kept: each lane has its own
+/// queue and its own sender, so one context's ACK does not hold another's
+/// request behind it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Lane {
+    /// Requests: `TransportState::tx`.
+    Req,
+    /// Responses: `TransportState::rtx`.
+    Resp,
+}
+
+impl Lane {
+    /// Both lanes, in the order a flush sends them: responses first (an
+    /// ACK or a READ response is what the peer waits for).
+    pub(crate) const ALL: [Lane; 2] = [Lane::Resp, Lane::Req];
+
+    /// The lane of a packet with `opcode`.
+    pub(crate) fn of(opcode: crate::engine::wire::Opcode) -> Self {
+        match opcode.info().direction {
+            crate::engine::wire::Direction::Response => Lane::Resp,
+            _ => Lane::Req,
+        }
+    }
+}
+
 impl TransportState {
-    /// The packets waiting in `tx` (a GSO run holds several).
+    /// The packets waiting in both queues (a GSO run holds several).
     pub(crate) fn tx_packets(&self) -> usize {
-        self.tx.iter().map(|s| s.packets() as usize).sum()
+        self.lane_packets(Lane::Req)
+            .saturating_add(self.lane_packets(Lane::Resp))
+    }
+
+    /// The packets waiting in `lane`'s queue.
+    pub(crate) fn lane_packets(&self, lane: Lane) -> usize {
+        self.queue(lane).iter().map(|s| s.packets() as usize).sum()
+    }
+
+    /// `lane`'s queue.
+    pub(crate) fn queue(&self, lane: Lane) -> &KVec<Skb> {
+        match lane {
+            Lane::Req => &self.tx,
+            Lane::Resp => &self.rtx,
+        }
+    }
+
+    /// `lane`'s queue, to change.
+    pub(crate) fn queue_mut(&mut self, lane: Lane) -> &mut KVec<Skb> {
+        match lane {
+            Lane::Req => &mut self.tx,
+            Lane::Resp => &mut self.rtx,
+        }
+    }
+
+    /// Nothing waits in either queue.
+    pub(crate) fn tx_empty(&self) -> bool {
+        self.tx.is_empty() && self.rtx.is_empty()
     }
 
     /// Requests were sent and not all acknowledged: some may still be on
@@ -156,7 +214,7 @@ impl TransportState {
         if !self.resp_q.is_empty() {
             return Some("READ/atomic responses are still queued");
         }
-        if !self.tx.is_empty() {
+        if !self.tx_empty() {
             return Some("packets are still queued to send");
         }
         let r = &self.req;

@@ -691,7 +691,9 @@ pub(crate) mod peer_selftest {
         dma_lkey_not_a_remote_key, dma_mr_bad_address, many_mrs, mr_keys_unpredictable,
         mr_table_full, send_with_invalidate_refused,
     };
-    pub(crate) use super::wire::{ack_ends_rnr_wait, rnr_nak_silences_the_rest};
+    pub(crate) use super::wire::{
+        ack_ends_rnr_wait, request_passes_held_responses, rnr_nak_silences_the_rest,
+    };
 }
 
 /// The cases `crate::test::kunit` runs (suite `rroce_frwr`).

@@ -126,6 +126,100 @@ pub(crate) fn ack_ends_rnr_wait() -> Result<(), &'static str> {
     Ok(())
 }
 
+/// A SEND posted while another context sends the QP's responses (here the
+/// test, holding the response lane's busy flag: on two CPUs, the softirq
+/// sending the ACKs the QP's responder owes to a peer that is itself
+/// waiting for this SEND) leaves at once: the requester's and the
+/// responder's packets go in separate lanes, each with its own sender.
+/// With one sender for both, the SEND waited for the ACKs' sender to
+/// finish and leave, and went from its CPU (a ping-pong's every message,
+/// half of them on the wrong CPU). The ACK the QP owes for the peer's
+/// SEND meanwhile does wait for the lane's sender: it is a response.
+pub(crate) fn request_passes_held_responses() -> Result<(), &'static str> {
+    use sys::*;
+    let p = super::peer::Pair::new()?;
+    let lkey = p.pd.lkey();
+    let src = pattern(64, 5)?;
+    let mut rbuf = zeroed(64)?;
+    let mut back = zeroed(64)?;
+    let r = sge(rbuf.as_mut_ptr(), 64, lkey);
+    // SAFETY: all-zero is a valid `ib_recv_wr`.
+    let mut rw: ib_recv_wr = unsafe { core::mem::zeroed() };
+    rw.__bindgen_anon_1.wr_id = 0xf1;
+    rw.sg_list = core::ptr::from_ref(&r).cast_mut();
+    rw.num_sge = 1;
+    if p.b.post_recv(&rw).0 != 0 {
+        return Err("post_recv failed");
+    }
+    // SAFETY: a live QP of an rroce device.
+    let a = unsafe { RroceQp::state(p.a.0) };
+    if !a.hold_responses(true) {
+        return Err("the response lane of an idle QP was busy");
+    }
+    let s = sge(src.as_ptr(), 64, lkey);
+    // SAFETY: all-zero is a valid `ib_send_wr`.
+    let mut w: ib_send_wr = unsafe { core::mem::zeroed() };
+    w.__bindgen_anon_1.wr_id = 0xf2;
+    w.opcode = ib_wr_opcode_IB_WR_SEND;
+    w.send_flags = ib_send_flags_IB_SEND_SIGNALED;
+    w.sg_list = core::ptr::from_ref(&s).cast_mut();
+    w.num_sge = 1;
+    let posted = p.a.post_send(&w).0 == 0;
+    let arrived = posted && wait_diag(&p.b, "epsn", |v| v == FIRST_PSN + 1);
+    // The other way: a SEND from B, whose ACK A's responder queues in the
+    // held lane.
+    let r2 = sge(back.as_mut_ptr(), 64, lkey);
+    rw.__bindgen_anon_1.wr_id = 0xf3;
+    rw.sg_list = core::ptr::from_ref(&r2).cast_mut();
+    let s2 = sge(src.as_ptr(), 64, lkey);
+    w.__bindgen_anon_1.wr_id = 0xf4;
+    w.sg_list = core::ptr::from_ref(&s2).cast_mut();
+    let back_posted = p.a.post_recv(&rw).0 == 0 && p.b.post_send(&w).0 == 0;
+    let back_arrived = back_posted && wait_diag(&p.a, "epsn", |v| v == FIRST_PSN + 1);
+    // Long enough for the ACK to come back, were it sent.
+    fsleep(Delta::from_millis(50));
+    let acked_while_held = diag(&p.b, "una") != FIRST_PSN;
+    let was_held = a.hold_responses(false);
+    if !posted || !back_posted {
+        return Err("post_send or post_recv failed");
+    }
+    if !arrived {
+        return Err("the SEND waited behind the sender of the QP's responses");
+    }
+    if !back_arrived {
+        return Err("the peer's SEND did not arrive");
+    }
+    if !was_held {
+        return Err("the response lane was let go by someone else");
+    }
+    if acked_while_held {
+        return Err("an ACK left while another context held the response lane");
+    }
+    let recvd = wait_wcs(&p.cq_b, 2);
+    let sent = wait_wcs(&p.cq_a, 2);
+    // Each side's CQ serves its send and receive queues: its receive
+    // completes first (it is done at arrival), then its SEND once acked.
+    let ok = |v: &KVec<ib_wc>, ids: [u64; 2]| {
+        let mut got: KVec<(u32, u64)> = KVec::new();
+        for wc in v.iter() {
+            if got.push((wc.status, wr_id(wc)), GFP_KERNEL).is_err() {
+                return false;
+            }
+        }
+        got.sort_unstable_by_key(|&(_, id)| id);
+        got.iter()
+            .copied()
+            .eq(ids.iter().map(|&id| (ib_wc_status_IB_WC_SUCCESS, id)))
+    };
+    if !ok(&sent, [0xf2, 0xf3]) || !ok(&recvd, [0xf1, 0xf4]) {
+        return Err("the SENDs did not complete on both sides");
+    }
+    if rbuf[..] != src[..] || back[..] != src[..] {
+        return Err("SEND data differs");
+    }
+    Ok(())
+}
+
 /// Two SENDs in one post to a responder with no receive WQE: the first
 /// gets an RNR NAK; the second, already on its way, must be dropped in
 /// silence, not NAKed as out of sequence (that NAK told the requester of
