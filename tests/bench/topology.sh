@@ -61,22 +61,28 @@ wait_server() {
 }
 
 # bench_iters SIZE KIND QPS: sets n (iterations per QP) and opts (perftest's
-# iteration options) for a row. Bandwidth in iteration mode, sized to a
-# second or two under TCG on the benchmark kernel, the same bytes whatever
-# the QP count (-n is per QP): in duration mode (-D) perftest counts only
+# iteration options) for a row. Bandwidth in iteration mode, sized to about
+# a second of transfer under TCG on the benchmark kernel (0.5 to 4 s from
+# the fastest driver's row to the slowest), the same bytes whatever the QP
+# count (-n is per QP): in duration mode (-D) perftest counts only
 # completions polled inside its sample window, cq_mod (100) messages per
 # CQE, so at TCG speeds a 1 MiB row needs 100 MiB done inside the window or
-# reads 0.
+# reads 0. Shorter runs (the table's first sizes: 0.1-0.4 s) were within a
+# few scheduler ticks of the run's start-up, when the two perftest
+# processes may still share a CPU. Latency: 5000 round trips (0.3-1.2 s);
+# with 300 (about 15 ms) the typical measured the start as much as the
+# driver (rroce's 2-byte WRITE latency 47-54 us against 26-31 with 5000,
+# same boot).
 bench_iters() {
 	if [ "$2" = bw ]; then
 		case $1 in
-		64) n=2000 ;; 4096) n=1000 ;; 65536) n=300 ;; *) n=24 ;;
+		64) n=16000 ;; 4096) n=4000 ;; 65536) n=1200 ;; *) n=96 ;;
 		esac
 		n=$((n / $3))
 		opts="-n $n -q $3"
 	else
-		n=300
-		opts="-n 300"
+		n=5000
+		opts="-n $n"
 	fi
 }
 
