@@ -7,11 +7,10 @@
 //! (RC: `TransportState::tx` for requests, `rtx` for responses) or handed
 //! back as datagrams (UD, each with its own address) and sent once the lock
 //! is dropped, in order per lane, by one context at a time per lane
-//! (`flush_tx`). What cannot
-//! be sent where it was built (interrupts off, or a softirq burst over its
-//! budget) goes to the QP's work item; READ responses still to build go
-//! there too. The QP's timer (the transport's retransmission and RNR
-//! timer) runs here as well.
+//! (`flush_tx`). What cannot be sent where it was built (interrupts off,
+//! or a softirq burst over its budget) goes to the QP's work item; READ
+//! responses still to build go there too. The QP's timer (the transport's
+//! retransmission and RNR timer) runs here as well.
 
 use core::sync::atomic::Ordering;
 
@@ -623,8 +622,7 @@ fn tx_pass(state: &QpState, may_sleep: bool) {
         let mut inner = state.inner.lock();
         if ndev.is_null() || inner.dead {
             // The netdev or the QP is going away: nothing more is sent.
-            drop(core::mem::take(&mut inner.t.tx));
-            drop(core::mem::take(&mut inner.t.rtx));
+            inner.t.drop_queued();
             drop(core::mem::take(&mut inner.ud_tx));
             return;
         }

@@ -157,8 +157,7 @@ impl Ctx<'_> {
             self.flush_rq();
         }
         self.inner.resp_q.clear();
-        drop(core::mem::take(&mut self.inner.tx));
-        drop(core::mem::take(&mut self.inner.rtx));
+        self.inner.drop_queued();
         self.inner.epoch = self.inner.epoch.wrapping_add(1);
         self.inner.req = Req::default();
         self.inner.resp = Resp::default();

@@ -193,6 +193,13 @@ impl TransportState {
         }
     }
 
+    /// Drops what waits in both queues (RESET, or a QP or netdev going
+    /// away).
+    pub(crate) fn drop_queued(&mut self) {
+        drop(core::mem::take(&mut self.tx));
+        drop(core::mem::take(&mut self.rtx));
+    }
+
     /// Nothing waits in either queue.
     pub(crate) fn tx_empty(&self) -> bool {
         self.tx.is_empty() && self.rtx.is_empty()

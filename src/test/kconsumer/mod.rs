@@ -617,24 +617,44 @@ fn wait_wcs(cq: &TestCq, n: usize) -> KVec<sys::ib_wc> {
     got
 }
 
-/// An SGE for `len` bytes at `addr` (a kernel virtual address, which is
-/// what the DMA MR takes on rroce).
+/// A signaled send work request (`opcode`) of the one SGE `s`. The work
+/// request points at `s`, which must outlive its posting.
+fn send_wr(wr_id: u64, opcode: u32, s: &sys::ib_sge) -> sys::ib_send_wr {
+    // SAFETY: all-zero is a valid `ib_send_wr`.
+    let mut w: sys::ib_send_wr = unsafe { core::mem::zeroed() };
+    w.__bindgen_anon_1.wr_id = wr_id;
+    w.opcode = opcode;
+    w.send_flags = sys::ib_send_flags_IB_SEND_SIGNALED;
+    w.sg_list = core::ptr::from_ref(s).cast_mut();
+    w.num_sge = 1;
+    w
+}
+
+/// A receive work request of the one SGE `r`, which must outlive its
+/// posting.
+fn recv_wr(wr_id: u64, r: &sys::ib_sge) -> sys::ib_recv_wr {
+    // SAFETY: all-zero is a valid `ib_recv_wr`.
+    let mut w: sys::ib_recv_wr = unsafe { core::mem::zeroed() };
+    w.__bindgen_anon_1.wr_id = wr_id;
+    w.sg_list = core::ptr::from_ref(r).cast_mut();
+    w.num_sge = 1;
+    w
+}
+
 /// A signaled RDMA READ or WRITE (`opcode`) of the one SGE `s` at
 /// `remote` under `rkey`. The work request points at `s`, which must
 /// outlive its posting.
 fn rdma_wr(wr_id: u64, opcode: u32, s: &sys::ib_sge, remote: u64, rkey: u32) -> sys::ib_rdma_wr {
     // SAFETY: all-zero is a valid `ib_rdma_wr`.
     let mut w: sys::ib_rdma_wr = unsafe { core::mem::zeroed() };
-    w.wr.__bindgen_anon_1.wr_id = wr_id;
-    w.wr.opcode = opcode;
-    w.wr.send_flags = sys::ib_send_flags_IB_SEND_SIGNALED;
-    w.wr.sg_list = core::ptr::from_ref(s).cast_mut();
-    w.wr.num_sge = 1;
+    w.wr = send_wr(wr_id, opcode, s);
     w.remote_addr = remote;
     w.rkey = rkey;
     w
 }
 
+/// An SGE for `len` bytes at `addr` (a kernel virtual address, which is
+/// what the DMA MR takes on rroce).
 fn sge(addr: *const u8, len: usize, lkey: u32) -> sys::ib_sge {
     sys::ib_sge {
         addr: addr as u64,

@@ -98,23 +98,12 @@ impl Pair {
         use sys::*;
         let lkey = self.pd.lkey();
         let r = sge(rbuf.as_mut_ptr(), rbuf.len(), lkey);
-        // SAFETY: all-zero is a valid `ib_recv_wr`.
-        let mut rw: ib_recv_wr = unsafe { core::mem::zeroed() };
-        rw.__bindgen_anon_1.wr_id = 0xe1;
-        rw.sg_list = core::ptr::from_ref(&r).cast_mut();
-        rw.num_sge = 1;
-        if self.b.post_recv(&rw).0 != 0 {
+        if self.b.post_recv(&recv_wr(0xe1, &r)).0 != 0 {
             return Err("post_recv failed");
         }
         let s = sge(msg.as_ptr(), msg.len(), lkey);
-        // SAFETY: all-zero is a valid `ib_send_wr`.
-        let mut w: ib_send_wr = unsafe { core::mem::zeroed() };
-        w.__bindgen_anon_1.wr_id = 0xe2;
-        w.opcode = ib_wr_opcode_IB_WR_SEND_WITH_INV;
-        w.send_flags = ib_send_flags_IB_SEND_SIGNALED;
+        let mut w = send_wr(0xe2, ib_wr_opcode_IB_WR_SEND_WITH_INV, &s);
         w.ex.invalidate_rkey = key;
-        w.sg_list = core::ptr::from_ref(&s).cast_mut();
-        w.num_sge = 1;
         if self.a.post_send(&w).0 != 0 {
             return Err("post_send of a SEND with invalidate failed");
         }

@@ -370,26 +370,14 @@ fn traffic_after_reset(
 ) -> Result<(), &'static str> {
     use sys::*;
     let r = sge(rbuf.as_mut_ptr(), rbuf.len(), pd.lkey());
-    // SAFETY: all-zero is a valid `ib_recv_wr`.
-    let mut rw: ib_recv_wr = unsafe { core::mem::zeroed() };
-    rw.__bindgen_anon_1.wr_id = 0xb1;
-    rw.sg_list = core::ptr::from_ref(&r).cast_mut();
-    rw.num_sge = 1;
-    if b.post_recv(&rw).0 != 0 {
+    if b.post_recv(&recv_wr(0xb1, &r)).0 != 0 {
         return Err("post_recv after RESET failed");
     }
     if post_read(a, 2, dst2.as_mut_ptr(), src2.as_ptr(), AFTER_READ, pd) != 0 {
         return Err("posting a READ after RESET failed");
     }
     let s = sge(src2.as_ptr(), AFTER_SEND, pd.lkey());
-    // SAFETY: all-zero is a valid `ib_send_wr`.
-    let mut w: ib_send_wr = unsafe { core::mem::zeroed() };
-    w.__bindgen_anon_1.wr_id = 3;
-    w.opcode = ib_wr_opcode_IB_WR_SEND;
-    w.send_flags = ib_send_flags_IB_SEND_SIGNALED;
-    w.sg_list = core::ptr::from_ref(&s).cast_mut();
-    w.num_sge = 1;
-    if a.post_send(&w).0 != 0 {
+    if a.post_send(&send_wr(3, ib_wr_opcode_IB_WR_SEND, &s)).0 != 0 {
         return Err("posting a SEND after RESET failed");
     }
     let sent = wait_wcs(cq_a, 2);

@@ -143,12 +143,7 @@ pub(crate) fn request_passes_held_responses() -> Result<(), &'static str> {
     let mut rbuf = zeroed(64)?;
     let mut back = zeroed(64)?;
     let r = sge(rbuf.as_mut_ptr(), 64, lkey);
-    // SAFETY: all-zero is a valid `ib_recv_wr`.
-    let mut rw: ib_recv_wr = unsafe { core::mem::zeroed() };
-    rw.__bindgen_anon_1.wr_id = 0xf1;
-    rw.sg_list = core::ptr::from_ref(&r).cast_mut();
-    rw.num_sge = 1;
-    if p.b.post_recv(&rw).0 != 0 {
+    if p.b.post_recv(&recv_wr(0xf1, &r)).0 != 0 {
         return Err("post_recv failed");
     }
     // SAFETY: a live QP of an rroce device.
@@ -157,24 +152,13 @@ pub(crate) fn request_passes_held_responses() -> Result<(), &'static str> {
         return Err("the response lane of an idle QP was busy");
     }
     let s = sge(src.as_ptr(), 64, lkey);
-    // SAFETY: all-zero is a valid `ib_send_wr`.
-    let mut w: ib_send_wr = unsafe { core::mem::zeroed() };
-    w.__bindgen_anon_1.wr_id = 0xf2;
-    w.opcode = ib_wr_opcode_IB_WR_SEND;
-    w.send_flags = ib_send_flags_IB_SEND_SIGNALED;
-    w.sg_list = core::ptr::from_ref(&s).cast_mut();
-    w.num_sge = 1;
-    let posted = p.a.post_send(&w).0 == 0;
+    let posted = p.a.post_send(&send_wr(0xf2, ib_wr_opcode_IB_WR_SEND, &s)).0 == 0;
     let arrived = posted && wait_diag(&p.b, "epsn", |v| v == FIRST_PSN + 1);
     // The other way: a SEND from B, whose ACK A's responder queues in the
     // held lane.
     let r2 = sge(back.as_mut_ptr(), 64, lkey);
-    rw.__bindgen_anon_1.wr_id = 0xf3;
-    rw.sg_list = core::ptr::from_ref(&r2).cast_mut();
-    let s2 = sge(src.as_ptr(), 64, lkey);
-    w.__bindgen_anon_1.wr_id = 0xf4;
-    w.sg_list = core::ptr::from_ref(&s2).cast_mut();
-    let back_posted = p.a.post_recv(&rw).0 == 0 && p.b.post_send(&w).0 == 0;
+    let back_posted = p.a.post_recv(&recv_wr(0xf3, &r2)).0 == 0
+        && p.b.post_send(&send_wr(0xf4, ib_wr_opcode_IB_WR_SEND, &s)).0 == 0;
     let back_arrived = back_posted && wait_diag(&p.a, "epsn", |v| v == FIRST_PSN + 1);
     // Long enough for the ACK to come back, were it sent.
     fsleep(Delta::from_millis(50));
@@ -236,15 +220,10 @@ pub(crate) fn rnr_nak_silences_the_rest() -> Result<(), &'static str> {
         sge(src.as_ptr(), 64, lkey),
         sge(src.as_ptr().wrapping_add(64), 64, lkey),
     ];
-    // SAFETY: all-zero is a valid `ib_send_wr`.
-    let mut w: [ib_send_wr; 2] = unsafe { core::mem::zeroed() };
-    for (i, (w, s)) in w.iter_mut().zip(s.iter()).enumerate() {
-        w.__bindgen_anon_1.wr_id = 0xc1 + i as u64;
-        w.opcode = ib_wr_opcode_IB_WR_SEND;
-        w.send_flags = ib_send_flags_IB_SEND_SIGNALED;
-        w.sg_list = core::ptr::from_ref(s).cast_mut();
-        w.num_sge = 1;
-    }
+    let mut w = [
+        send_wr(0xc1, ib_wr_opcode_IB_WR_SEND, &s[0]),
+        send_wr(0xc2, ib_wr_opcode_IB_WR_SEND, &s[1]),
+    ];
     let [w1, w2] = &mut w;
     w1.next = w2;
     if p.a.post_send(w1).0 != 0 {
@@ -264,13 +243,7 @@ pub(crate) fn rnr_nak_silences_the_rest() -> Result<(), &'static str> {
         sge(rbuf.as_mut_ptr(), 64, lkey),
         sge(rbuf.as_mut_ptr().wrapping_add(64), 64, lkey),
     ];
-    // SAFETY: all-zero is a valid `ib_recv_wr`.
-    let mut rw: [ib_recv_wr; 2] = unsafe { core::mem::zeroed() };
-    for (i, (w, r)) in rw.iter_mut().zip(r.iter()).enumerate() {
-        w.__bindgen_anon_1.wr_id = 0xd1 + i as u64;
-        w.sg_list = core::ptr::from_ref(r).cast_mut();
-        w.num_sge = 1;
-    }
+    let mut rw = [recv_wr(0xd1, &r[0]), recv_wr(0xd2, &r[1])];
     let [r1, r2] = &mut rw;
     r1.next = r2;
     if p.b.post_recv(r1).0 != 0 {
