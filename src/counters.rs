@@ -67,10 +67,14 @@ pub(crate) enum Counter {
     /// thread: a stream of small messages (`engine::handover::Doorbells`,
     /// module parameter `tx_stream`).
     TxStreamed,
+    /// Transmit passes moved to the CPU a QP's requests last left from,
+    /// while some were in flight, to keep them in order
+    /// (`QpState::kick_home`).
+    TxKickedHome,
 }
 
 /// Number of counters.
-pub(crate) const COUNT: usize = 25;
+pub(crate) const COUNT: usize = 26;
 
 /// The names `rdma statistic` shows, in [`Counter`] order (NUL-terminated).
 const NAMES: [&[u8]; COUNT] = [
@@ -99,6 +103,7 @@ const NAMES: [&[u8]; COUNT] = [
     b"rcvd_handed\0",
     b"rcvd_handover_full\0",
     b"tx_streamed\0",
+    b"tx_kicked_home\0",
 ];
 
 /// The counters of one device; all zero is a valid initial value (the

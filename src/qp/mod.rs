@@ -67,7 +67,7 @@ use crate::{
         wire::Transport,
     },
     rdma::{mmap::QueueBuf, sys},
-    transport::{self, Ctx, QpAttrs, QpFixed, Req, Resp, RespQueue, SendOp, TransportState},
+    transport::{self, Ctx, Lane, QpAttrs, QpFixed, Req, Resp, RespQueue, SendOp, TransportState},
 };
 
 pub(crate) use modify::check_modify;
@@ -159,6 +159,10 @@ pub(crate) struct QpState {
     /// a QP's transmit with it, mid-message (`QpState::hold_tx_after`).
     #[cfg(CONFIG_KUNIT)]
     pub(crate) tx_gate: AtomicU32,
+    /// The next post builds its requests and returns without sending
+    /// them (`QpState::leave_unsent`).
+    #[cfg(CONFIG_KUNIT)]
+    tx_unsent: AtomicBool,
     /// Sends what softirq context left in `TransportState::tx`
     /// (initialized once the state is pinned, cancelled before it is
     /// freed).
@@ -445,6 +449,7 @@ fn new_state(
                     rq_shadow: r.rq_shadow,
                     tx: KVec::new(),
                     rtx: KVec::new(),
+                    req_built: 0,
                     mtu: transport::mtu_bytes(sys::ib_mtu_IB_MTU_256),
                     epoch: 0,
                     odp: Default::default(),
@@ -498,6 +503,8 @@ fn new_state(
         rx: [RoleState::new(), RoleState::new()],
         #[cfg(CONFIG_KUNIT)]
         tx_gate: AtomicU32::new(u32::MAX),
+        #[cfg(CONFIG_KUNIT)]
+        tx_unsent: AtomicBool::new(false),
         // SAFETY: an all-zero work_struct is a valid placeholder until
         // `INIT_WORK` in `tx::start`.
         tx_work: UnsafeCell::new(unsafe { core::mem::zeroed() }),
@@ -689,13 +696,27 @@ impl QpState {
     /// Runs `f` on the QP's transport under its lock, unless the QP is
     /// being destroyed, then sends what the transport built (a received
     /// packet's dispatch, `crate::recv`).
+    ///
+    /// Only the lanes it built packets into: a request waiting in the
+    /// request lane was built by another context (a doorbell, the timer, a
+    /// transmit pass), which sends it itself. Sending it from here, with
+    /// requests in flight from another CPU, would kick the transmit to
+    /// that CPU's receive thread (`Left::Home`) to send what the context
+    /// there is about to send anyway: in a ping-pong, nearly every
+    /// request.
     pub(crate) fn deliver(&self, guard: &rcu::Guard, f: impl FnOnce(&mut Ctx<'_>)) {
         let mut inner = self.inner.lock();
+        let built = inner.t.req_built;
         if !inner.dead {
             f(&mut self.ctx(&mut inner, guard));
         }
+        let requests = inner.t.req_built != built;
         drop(inner);
-        self.flush_tx();
+        if requests {
+            self.flush_tx();
+        } else {
+            self.flush_lanes(&[Lane::Resp]);
+        }
     }
 }
 

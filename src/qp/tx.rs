@@ -112,6 +112,10 @@ impl QpState {
             self.ctx(&mut inner, &guard).run_requester();
             drop(inner);
             drop(guard);
+            #[cfg(CONFIG_KUNIT)]
+            if self.tx_unsent.swap(false, Ordering::AcqRel) {
+                return;
+            }
             self.flush_tx();
         }
     }
@@ -204,6 +208,12 @@ impl QpState {
     /// responder owes. At most a budget per call; the rest, READ responses
     /// still to build and send WQEs left unfetched go to the work item.
     pub(crate) fn flush_tx(&self) {
+        self.flush_lanes(&Lane::ALL);
+    }
+
+    /// [`Self::flush_tx`] for `lanes` only (in that order): those the
+    /// caller queued packets into.
+    pub(crate) fn flush_lanes(&self, lanes: &[Lane]) {
         // With bottom halves off, a veth peer only queues what we send (up
         // to netdev_max_backlog) and a burst (a large READ's responses)
         // would be dropped: send a budget, leave the rest to the work item,
@@ -219,7 +229,7 @@ impl QpState {
             TX_BUDGET_PROCESS
         };
         let mut deferred = false;
-        for lane in Lane::ALL {
+        for &lane in lanes {
             match self.flush_lane(lane, &mut budget) {
                 Flushed::Done => {}
                 Flushed::Budget => deferred = true,
@@ -405,6 +415,9 @@ impl QpState {
         }
         self.tx_kicks.store(true, Ordering::Release);
         self.tx_kick_cpu.store(cpu, Ordering::Relaxed);
+        self.dev()
+            .counters
+            .inc(crate::counters::Counter::TxKickedHome);
         // SAFETY: the node is off every list (`tx_kicked` was false); the
         // state stays alive until the threads ran every kick ([`stop`]).
         if unsafe { sys::rroce_helper_rxq_kick(cpu, self.tx_node.get()) } {
@@ -502,6 +515,20 @@ impl QpState {
         let held = self.rtx_busy.swap(false, Ordering::Release);
         self.flush_tx();
         held
+    }
+
+    /// Makes the next post build its requests and return without sending
+    /// them, as a doorbell does when another CPU's context runs between
+    /// the two; the test sends them later with [`Self::flush_tx`].
+    #[cfg(CONFIG_KUNIT)]
+    pub(crate) fn leave_unsent(&self) {
+        self.tx_unsent.store(true, Ordering::Release);
+    }
+
+    /// The request packets waiting in the QP's request lane.
+    #[cfg(CONFIG_KUNIT)]
+    pub(crate) fn requests_waiting(&self) -> usize {
+        self.inner.lock().t.lane_packets(Lane::Req)
     }
 
     /// Opens the gate and sends what waited for it.

@@ -289,6 +289,7 @@ selftest_suite!(
         ack_ends_rnr_wait,
         rnr_nak_silences_the_rest,
         request_passes_held_responses,
+        receive_leaves_requests_to_their_post,
         dma_mr_bad_address,
     ]
 );

@@ -532,6 +532,9 @@ impl Ctx<'_> {
                 return Ok(false);
             }
         }
+        if lane == Lane::Req && matches!(built, Ok(true)) {
+            self.inner.req_built = self.inner.req_built.wrapping_add(1);
+        }
         built
     }
 

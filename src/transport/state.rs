@@ -121,6 +121,10 @@ pub(crate) struct TransportState {
     pub(crate) tx: KVec<Skb>,
     /// Responses to send once the lock is dropped ([`Lane::Resp`]).
     pub(crate) rtx: KVec<Skb>,
+    /// Request packets built into `tx` so far (wrapping): a context that
+    /// built none need not send that lane, whoever built them does
+    /// (`QpState::deliver`).
+    pub(crate) req_built: u32,
     /// Path MTU in bytes (RTR onwards).
     pub(crate) mtu: u32,
     /// Bumped by RESET: packets taken out of `tx` or `rtx` before it are

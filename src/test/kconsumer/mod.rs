@@ -467,8 +467,20 @@ impl TestQp {
     }
 
     /// RESET -> INIT -> RTR -> RTS towards `dest` at `gid` (GID index
-    /// `sgid`), path MTU 1024.
+    /// `sgid`), path MTU 1024, retransmission timeout 14 (67 ms).
     fn connect(&self, dest: u32, gid: &sys::ib_gid, sgid: u8) -> Result<(), &'static str> {
+        self.connect_with(dest, gid, sgid, 14)
+    }
+
+    /// [`Self::connect`] with the retransmission timeout `timeout` (0: no
+    /// timer, the QP never retransmits on its own).
+    fn connect_with(
+        &self,
+        dest: u32,
+        gid: &sys::ib_gid,
+        sgid: u8,
+        timeout: u8,
+    ) -> Result<(), &'static str> {
         use sys::*;
         // SAFETY: all-zero is a valid `ib_qp_attr`.
         let mut a: ib_qp_attr = unsafe { core::mem::zeroed() };
@@ -515,7 +527,7 @@ impl TestQp {
         let mut a: ib_qp_attr = unsafe { core::mem::zeroed() };
         a.qp_state = ib_qp_state_IB_QPS_RTS;
         a.sq_psn = 0x100;
-        a.timeout = 14;
+        a.timeout = timeout;
         a.retry_cnt = 7;
         a.rnr_retry = 7;
         a.max_rd_atomic = 4;
@@ -712,7 +724,8 @@ pub(crate) mod peer_selftest {
         mr_table_full, send_with_invalidate_refused,
     };
     pub(crate) use super::wire::{
-        ack_ends_rnr_wait, request_passes_held_responses, rnr_nak_silences_the_rest,
+        ack_ends_rnr_wait, receive_leaves_requests_to_their_post, request_passes_held_responses,
+        rnr_nak_silences_the_rest,
     };
 }
 

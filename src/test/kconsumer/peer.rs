@@ -21,6 +21,12 @@ pub(super) struct Pair {
 
 impl Pair {
     pub(super) fn new() -> Result<Self, &'static str> {
+        Self::with_timeout(14)
+    }
+
+    /// [`Self::new`] with `a`'s retransmission timeout `timeout` (0: `a`
+    /// never retransmits on its own).
+    pub(super) fn with_timeout(timeout: u8) -> Result<Self, &'static str> {
         let dev = TestDev::new()?;
         let Some((sgid, gid)) = loopback_gid(&dev) else {
             return Err("no ::ffff:127.0.0.1 GID on the loopback device");
@@ -31,7 +37,7 @@ impl Pair {
         let cq_b = TestCq::new(&dev, 64, 0, &c)?;
         let a = TestQp::new(&pd, &cq_a)?;
         let b = TestQp::new(&pd, &cq_b)?;
-        a.connect(b.qpn(), &gid, sgid)?;
+        a.connect_with(b.qpn(), &gid, sgid, timeout)?;
         b.connect(a.qpn(), &gid, sgid)?;
         Ok(Self {
             a,

@@ -126,6 +126,21 @@ pub(crate) fn ack_ends_rnr_wait() -> Result<(), &'static str> {
     Ok(())
 }
 
+/// `wcs` are successful completions of exactly the work requests `ids`,
+/// in any order.
+fn succeeded(wcs: &KVec<sys::ib_wc>, ids: [u64; 2]) -> bool {
+    let mut got: KVec<(u32, u64)> = KVec::new();
+    for wc in wcs.iter() {
+        if got.push((wc.status, wr_id(wc)), GFP_KERNEL).is_err() {
+            return false;
+        }
+    }
+    got.sort_unstable_by_key(|&(_, id)| id);
+    got.iter()
+        .copied()
+        .eq(ids.iter().map(|&id| (sys::ib_wc_status_IB_WC_SUCCESS, id)))
+}
+
 /// A SEND posted while another context sends the QP's responses (here the
 /// test, holding the response lane's busy flag: on two CPUs, the softirq
 /// sending the ACKs the QP's responder owes to a peer that is itself
@@ -183,19 +198,71 @@ pub(crate) fn request_passes_held_responses() -> Result<(), &'static str> {
     let sent = wait_wcs(&p.cq_a, 2);
     // Each side's CQ serves its send and receive queues: its receive
     // completes first (it is done at arrival), then its SEND once acked.
-    let ok = |v: &KVec<ib_wc>, ids: [u64; 2]| {
-        let mut got: KVec<(u32, u64)> = KVec::new();
-        for wc in v.iter() {
-            if got.push((wc.status, wr_id(wc)), GFP_KERNEL).is_err() {
-                return false;
-            }
-        }
-        got.sort_unstable_by_key(|&(_, id)| id);
-        got.iter()
-            .copied()
-            .eq(ids.iter().map(|&id| (ib_wc_status_IB_WC_SUCCESS, id)))
-    };
-    if !ok(&sent, [0xf2, 0xf3]) || !ok(&recvd, [0xf1, 0xf4]) {
+    if !succeeded(&sent, [0xf2, 0xf3]) || !succeeded(&recvd, [0xf1, 0xf4]) {
+        return Err("the SENDs did not complete on both sides");
+    }
+    if rbuf[..] != src[..] || back[..] != src[..] {
+        return Err("SEND data differs");
+    }
+    Ok(())
+}
+
+/// A request its post built but has not sent yet (on two CPUs: a
+/// doorbell between the two, while the other CPU's softirq receives for
+/// the QP) is left for the post to send: a received packet's dispatch
+/// sends only the lanes it queued packets into, here the ACK it owes.
+/// When it sent the request lane too, with requests in flight from the
+/// poster's CPU it kicked the transmit to that CPU's receive thread, which
+/// woke for a packet the post was about to send itself (in a ping-pong,
+/// nearly every request). Then the post's send takes the request, and
+/// both SENDs complete with their data. `a` has no retransmission timer:
+/// nothing else may send its request meanwhile.
+pub(crate) fn receive_leaves_requests_to_their_post() -> Result<(), &'static str> {
+    use sys::*;
+    let p = super::peer::Pair::with_timeout(0)?;
+    let lkey = p.pd.lkey();
+    let src = pattern(64, 7)?;
+    let mut rbuf = zeroed(64)?;
+    let mut back = zeroed(64)?;
+    let r = sge(rbuf.as_mut_ptr(), 64, lkey);
+    let r2 = sge(back.as_mut_ptr(), 64, lkey);
+    if p.b.post_recv(&recv_wr(0xe1, &r)).0 != 0 || p.a.post_recv(&recv_wr(0xe3, &r2)).0 != 0 {
+        return Err("post_recv failed");
+    }
+    // SAFETY: a live QP of an rroce device.
+    let a = unsafe { RroceQp::state(p.a.0) };
+    a.leave_unsent();
+    let s = sge(src.as_ptr(), 64, lkey);
+    if p.a.post_send(&send_wr(0xe2, ib_wr_opcode_IB_WR_SEND, &s)).0 != 0 {
+        return Err("post_send failed");
+    }
+    let built = a.requests_waiting();
+    // The other way: a SEND from B, which A's responder ACKs.
+    let back_posted = p.b.post_send(&send_wr(0xe4, ib_wr_opcode_IB_WR_SEND, &s)).0 == 0;
+    let back_arrived = back_posted && wait_diag(&p.a, "epsn", |v| v == FIRST_PSN + 1);
+    let acked = back_arrived && wait_diag(&p.b, "una", |v| v == FIRST_PSN + 1);
+    let left = a.requests_waiting();
+    let early = diag(&p.b, "epsn") != FIRST_PSN;
+    // The post's own send, which it made after the dispatch.
+    a.flush_tx();
+    if built != 1 {
+        return Err("the post did not leave its request waiting");
+    }
+    if !back_posted {
+        return Err("post_send on the peer failed");
+    }
+    if !back_arrived {
+        return Err("the peer's SEND did not arrive");
+    }
+    if !acked {
+        return Err("the dispatch did not send the ACK it owed");
+    }
+    if left != 1 || early {
+        return Err("a received packet's dispatch sent a request it had not built");
+    }
+    let recvd = wait_wcs(&p.cq_b, 2);
+    let sent = wait_wcs(&p.cq_a, 2);
+    if !succeeded(&sent, [0xe2, 0xe3]) || !succeeded(&recvd, [0xe1, 0xe4]) {
         return Err("the SENDs did not complete on both sides");
     }
     if rbuf[..] != src[..] || back[..] != src[..] {
