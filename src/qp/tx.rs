@@ -343,6 +343,7 @@ impl QpState {
                             return Left::Home(cpu);
                         }
                     }
+                    inner.t.requests_taken();
                     // SAFETY: plain query; preemption is disabled (caller).
                     let cpu = unsafe { sys::rroce_helper_smp_processor_id() };
                     self.tx_home.store(cpu, Ordering::Relaxed);
@@ -523,6 +524,17 @@ impl QpState {
     #[cfg(CONFIG_KUNIT)]
     pub(crate) fn leave_unsent(&self) {
         self.tx_unsent.store(true, Ordering::Release);
+    }
+
+    /// The CPU the QP's requests last left from, and how many times its
+    /// device kicked a transmit to such a CPU so far.
+    #[cfg(CONFIG_KUNIT)]
+    pub(crate) fn home_and_kicks(&self) -> (u32, u64) {
+        let kicks = crate::counters::Counter::TxKickedHome as usize;
+        (
+            self.tx_home.load(Ordering::Relaxed),
+            self.dev().counters.get(kicks),
+        )
     }
 
     /// The request packets waiting in the QP's request lane.

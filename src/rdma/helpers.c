@@ -820,6 +820,15 @@ fail:
 	kfree_skb(skb);
 	return NULL;
 }
+
+int rroce_helper_test_run_on(int cpu)
+{
+	if (cpu < 0)
+		return set_cpus_allowed_ptr(current, cpu_possible_mask);
+	if (cpu >= nr_cpu_ids || !cpu_online(cpu))
+		return -EINVAL;
+	return set_cpus_allowed_ptr(current, cpumask_of(cpu));
+}
 #endif
 
 /* ---- multicast ------------------------------------------------------------*/

@@ -198,6 +198,9 @@ struct sk_buff *rroce_helper_test_rx_skb(const u8 *pkt, u32 len, u32 l3_len, u32
  * (0, the default: returns at once), logging before and after, so a test
  * can hold a device's dealloc_driver open while the module unloads. */
 void rroce_helper_test_dealloc_delay(void);
+/* KUnit only: binds the calling thread to @cpu (which must be online), or
+ * lets it run anywhere again (@cpu < 0); 0 or an errno. */
+int rroce_helper_test_run_on(int cpu);
 
 /* On-demand paging (see helpers.c). */
 struct rroce_odp;

@@ -290,6 +290,7 @@ selftest_suite!(
         rnr_nak_silences_the_rest,
         request_passes_held_responses,
         receive_leaves_requests_to_their_post,
+        home_follows_an_idle_qps_poster,
         dma_mr_bad_address,
     ]
 );

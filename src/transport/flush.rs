@@ -63,6 +63,7 @@ impl Ctx<'_> {
         let r = &mut self.inner.req;
         r.una = r.psn;
         r.max_psn = r.psn;
+        r.sent_psn = r.psn;
         r.cur = 0;
         r.cur_off = 0;
         r.max_cur = 0;
@@ -123,6 +124,7 @@ impl Ctx<'_> {
                 psn,
                 una: psn,
                 max_psn: psn,
+                sent_psn: psn,
                 ..Req::default()
             };
             self.inner.req.retry_left = self.inner.attrs.retry_cnt;

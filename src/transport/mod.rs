@@ -229,6 +229,10 @@ pub(crate) struct Req {
     max_cur_off: u32,
     /// Oldest unacknowledged PSN.
     una: u32,
+    /// One past the highest PSN taken from the request lane to be sent
+    /// ([`TransportState::requests_taken`]): the requests that may be on
+    /// their way to the peer are those from `una` up to it.
+    sent_psn: u32,
     retry_left: u8,
     rnr_left: u8,
     /// Waiting out an RNR NAK's timer.

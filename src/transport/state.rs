@@ -212,7 +212,13 @@ impl TransportState {
     /// Requests were sent and not all acknowledged: some may still be on
     /// their way to the peer.
     pub(crate) fn requests_in_flight(&self) -> bool {
-        self.req.una != self.req.max_psn
+        self.req.una != self.req.sent_psn
+    }
+
+    /// Every request built so far is being taken from the request lane
+    /// to be sent (or was sent before).
+    pub(crate) fn requests_taken(&mut self) {
+        self.req.sent_psn = self.req.max_psn;
     }
 }
 

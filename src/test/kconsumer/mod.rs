@@ -724,8 +724,8 @@ pub(crate) mod peer_selftest {
         mr_table_full, send_with_invalidate_refused,
     };
     pub(crate) use super::wire::{
-        ack_ends_rnr_wait, receive_leaves_requests_to_their_post, request_passes_held_responses,
-        rnr_nak_silences_the_rest,
+        ack_ends_rnr_wait, home_follows_an_idle_qps_poster, receive_leaves_requests_to_their_post,
+        request_passes_held_responses, rnr_nak_silences_the_rest,
     };
 }
 

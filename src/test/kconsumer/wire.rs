@@ -271,6 +271,62 @@ pub(crate) fn receive_leaves_requests_to_their_post() -> Result<(), &'static str
     Ok(())
 }
 
+/// A QP whose requests are all acknowledged sends its next one from the
+/// CPU it is posted on: the CPU its requests must leave from while some
+/// are in flight (`QpState::send_queued`) follows an idle QP's poster.
+/// A request used to count as in flight from the moment it was built, so
+/// the first CPU to send for a QP stayed its home for good and every post
+/// from another CPU kicked the transmit back there (for a kernel consumer
+/// posting from whichever CPU its caller runs on, a wake-up per request).
+pub(crate) fn home_follows_an_idle_qps_poster() -> Result<(), &'static str> {
+    use sys::*;
+    let p = super::peer::Pair::new()?;
+    let lkey = p.pd.lkey();
+    let src = pattern(64, 3)?;
+    let mut rbuf = zeroed(128)?;
+    let r = [
+        sge(rbuf.as_mut_ptr(), 64, lkey),
+        sge(rbuf.as_mut_ptr().wrapping_add(64), 64, lkey),
+    ];
+    if p.b.post_recv(&recv_wr(0xd1, &r[0])).0 != 0 || p.b.post_recv(&recv_wr(0xd2, &r[1])).0 != 0 {
+        return Err("post_recv failed");
+    }
+    // SAFETY: a live QP of an rroce device.
+    let a = unsafe { RroceQp::state(p.a.0) };
+    let s = sge(src.as_ptr(), 64, lkey);
+    let send = |id: u64, cpu: i32| {
+        // SAFETY: plain call; binds this thread only.
+        if unsafe { sys::rroce_helper_test_run_on(cpu) } != 0 {
+            return Err("cannot run on CPU 0 and 1");
+        }
+        let posted = p.a.post_send(&send_wr(id, ib_wr_opcode_IB_WR_SEND, &s)).0 == 0;
+        // SAFETY: as above.
+        unsafe { sys::rroce_helper_test_run_on(-1) };
+        let wcs = wait_wcs(&p.cq_a, 1);
+        let home = a.home_and_kicks();
+        match wcs.first() {
+            _ if !posted => Err("post_send failed"),
+            Some(wc) if wc.status == ib_wc_status_IB_WC_SUCCESS && wr_id(wc) == id => Ok(home),
+            _ => Err("the SEND did not complete"),
+        }
+    };
+    let (home0, kicks0) = send(0xd3, 0)?;
+    // The first SEND is acknowledged (it completed): nothing is in flight.
+    let (home1, kicks1) = send(0xd4, 1)?;
+    let recvd = wait_wcs(&p.cq_b, 2);
+    if home0 != 0 || home1 != 1 {
+        pr_err!("homes {home0} then {home1}\n");
+        return Err("an idle QP's requests did not leave from the CPU they were posted on");
+    }
+    if kicks1 != kicks0 {
+        return Err("a post on another CPU kicked an idle QP's transmit to its old CPU");
+    }
+    if !succeeded(&recvd, [0xd1, 0xd2]) || rbuf[..64] != src[..] || rbuf[64..] != src[..] {
+        return Err("the SENDs did not arrive intact");
+    }
+    Ok(())
+}
+
 /// Two SENDs in one post to a responder with no receive WQE: the first
 /// gets an RNR NAK; the second, already on its way, must be dropped in
 /// silence, not NAKed as out of sequence (that NAK told the requester of
