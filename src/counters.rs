@@ -67,9 +67,11 @@ pub(crate) enum Counter {
     /// thread: a stream of small messages (`engine::handover::Doorbells`,
     /// module parameter `tx_stream`).
     TxStreamed,
-    /// Transmit passes moved to the CPU a QP's requests last left from,
-    /// while some were in flight, to keep them in order
-    /// (`QpState::kick_home`).
+    /// Sends of a QP's requests that found them to leave from another
+    /// CPU, the one its requests in flight left from, and kicked the
+    /// transmit there (`QpState::flush_lane`; a kick may find one already
+    /// pending). A small stream's doorbell handing its transmit over is
+    /// `TxStreamed`.
     TxKickedHome,
 }
 

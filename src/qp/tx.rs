@@ -292,6 +292,9 @@ impl QpState {
                 Left::Budget => return Flushed::Budget,
                 Left::Home(cpu) => {
                     // The pass there sends both lanes.
+                    self.dev()
+                        .counters
+                        .inc(crate::counters::Counter::TxKickedHome);
                     self.kick_home(cpu);
                     return Flushed::Stop;
                 }
@@ -416,9 +419,6 @@ impl QpState {
         }
         self.tx_kicks.store(true, Ordering::Release);
         self.tx_kick_cpu.store(cpu, Ordering::Relaxed);
-        self.dev()
-            .counters
-            .inc(crate::counters::Counter::TxKickedHome);
         // SAFETY: the node is off every list (`tx_kicked` was false); the
         // state stays alive until the threads ran every kick ([`stop`]).
         if unsafe { sys::rroce_helper_rxq_kick(cpu, self.tx_node.get()) } {
@@ -527,7 +527,7 @@ impl QpState {
     }
 
     /// The CPU the QP's requests last left from, and how many times its
-    /// device kicked a transmit to such a CPU so far.
+    /// device's QPs found their requests' CPU elsewhere so far.
     #[cfg(CONFIG_KUNIT)]
     pub(crate) fn home_and_kicks(&self) -> (u32, u64) {
         let kicks = crate::counters::Counter::TxKickedHome as usize;

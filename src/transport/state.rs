@@ -26,7 +26,7 @@ use kernel::prelude::*;
 use super::{Req, Resp, RespQueue, SendOp};
 use crate::{
     ah::AddressVector,
-    engine::ring::Consumer,
+    engine::{psn::Psn, ring::Consumer},
     net::skb::Skb,
     rdma::{mmap::QueueBuf, sys},
 };
@@ -210,9 +210,10 @@ impl TransportState {
     }
 
     /// Requests were sent and not all acknowledged: some may still be on
-    /// their way to the peer.
+    /// their way to the peer. Never for UC, whose requests count as
+    /// acknowledged once built (`una` runs ahead of `sent_psn`).
     pub(crate) fn requests_in_flight(&self) -> bool {
-        self.req.una != self.req.sent_psn
+        Psn::new(self.req.sent_psn).diff(Psn::new(self.req.una)) > 0
     }
 
     /// Every request built so far is being taken from the request lane

@@ -278,9 +278,13 @@ pub(crate) fn receive_leaves_requests_to_their_post() -> Result<(), &'static str
 /// the first CPU to send for a QP stayed its home for good and every post
 /// from another CPU kicked the transmit back there (for a kernel consumer
 /// posting from whichever CPU its caller runs on, a wake-up per request).
+///
+/// Needs CPUs 0 and 1 online and the module parameter `tx_keep_cpu` on
+/// (the default); `a` has no retransmission timer, so nothing but the
+/// posts sends its requests.
 pub(crate) fn home_follows_an_idle_qps_poster() -> Result<(), &'static str> {
     use sys::*;
-    let p = super::peer::Pair::new()?;
+    let p = super::peer::Pair::with_timeout(0)?;
     let lkey = p.pd.lkey();
     let src = pattern(64, 3)?;
     let mut rbuf = zeroed(128)?;
@@ -298,6 +302,13 @@ pub(crate) fn home_follows_an_idle_qps_poster() -> Result<(), &'static str> {
         // SAFETY: plain call; binds this thread only.
         if unsafe { sys::rroce_helper_test_run_on(cpu) } != 0 {
             return Err("cannot run on CPU 0 and 1");
+        }
+        // SAFETY: plain query. On CPU 0, a QP whose requests in flight
+        // left from CPU 1 must send from there: the rule is on.
+        if cpu == 0 && unsafe { sys::rroce_helper_tx_elsewhere(1) } != 1 {
+            // SAFETY: as above.
+            unsafe { sys::rroce_helper_test_run_on(-1) };
+            return Err("tx_keep_cpu is off: this case needs it on");
         }
         let posted = p.a.post_send(&send_wr(id, ib_wr_opcode_IB_WR_SEND, &s)).0 == 0;
         // SAFETY: as above.
