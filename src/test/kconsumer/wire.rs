@@ -141,6 +141,30 @@ fn succeeded(wcs: &KVec<sys::ib_wc>, ids: [u64; 2]) -> bool {
         .eq(ids.iter().map(|&id| (sys::ib_wc_status_IB_WC_SUCCESS, id)))
 }
 
+/// The end of a case where `a` and `b` each sent the other one SEND of
+/// `src`: each side's CQ serves its send and receive queues, so `a`'s
+/// holds its SEND and its receive (`a_ids`), `b`'s the same (`b_ids`),
+/// all successful, and both receive buffers (`bufs`) hold `src`.
+fn sends_crossed(
+    p: &super::peer::Pair,
+    a_ids: [u64; 2],
+    b_ids: [u64; 2],
+    src: &[u8],
+    bufs: [&[u8]; 2],
+) -> Result<(), &'static str> {
+    let recvd = wait_wcs(&p.cq_b, 2);
+    let sent = wait_wcs(&p.cq_a, 2);
+    // Each side's receive completes first (it is done at arrival), then
+    // its SEND once acked.
+    if !succeeded(&sent, a_ids) || !succeeded(&recvd, b_ids) {
+        return Err("the SENDs did not complete on both sides");
+    }
+    if bufs.iter().any(|b| b[..] != src[..]) {
+        return Err("SEND data differs");
+    }
+    Ok(())
+}
+
 /// A SEND posted while another context sends the QP's responses (here the
 /// test, holding the response lane's busy flag: on two CPUs, the softirq
 /// sending the ACKs the QP's responder owes to a peer that is itself
@@ -194,17 +218,7 @@ pub(crate) fn request_passes_held_responses() -> Result<(), &'static str> {
     if acked_while_held {
         return Err("an ACK left while another context held the response lane");
     }
-    let recvd = wait_wcs(&p.cq_b, 2);
-    let sent = wait_wcs(&p.cq_a, 2);
-    // Each side's CQ serves its send and receive queues: its receive
-    // completes first (it is done at arrival), then its SEND once acked.
-    if !succeeded(&sent, [0xf2, 0xf3]) || !succeeded(&recvd, [0xf1, 0xf4]) {
-        return Err("the SENDs did not complete on both sides");
-    }
-    if rbuf[..] != src[..] || back[..] != src[..] {
-        return Err("SEND data differs");
-    }
-    Ok(())
+    sends_crossed(&p, [0xf2, 0xf3], [0xf1, 0xf4], &src, [&rbuf, &back])
 }
 
 /// A request its post built but has not sent yet (on two CPUs: a
@@ -260,15 +274,7 @@ pub(crate) fn receive_leaves_requests_to_their_post() -> Result<(), &'static str
     if left != 1 || early {
         return Err("a received packet's dispatch sent a request it had not built");
     }
-    let recvd = wait_wcs(&p.cq_b, 2);
-    let sent = wait_wcs(&p.cq_a, 2);
-    if !succeeded(&sent, [0xe2, 0xe3]) || !succeeded(&recvd, [0xe1, 0xe4]) {
-        return Err("the SENDs did not complete on both sides");
-    }
-    if rbuf[..] != src[..] || back[..] != src[..] {
-        return Err("SEND data differs");
-    }
-    Ok(())
+    sends_crossed(&p, [0xe2, 0xe3], [0xe1, 0xe4], &src, [&rbuf, &back])
 }
 
 /// A QP whose requests are all acknowledged sends its next one from the
