@@ -63,8 +63,47 @@ struct Run {
 // SAFETY: an owned skb may be sent and freed from any context.
 unsafe impl Send for Skb {}
 
+/// Packets freed with interrupts off by one task, counted in KUnit builds:
+/// a QP's packets are freed after its lock is let go (see
+/// `transport::state::Unsent`), and a test holds its own calls to that.
+#[cfg(CONFIG_KUNIT)]
+pub(crate) mod freed_irqs_off {
+    use crate::rdma::sys;
+    use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+    use kernel::task::Task;
+
+    /// The task whose frees count (0: none).
+    static TASK: AtomicUsize = AtomicUsize::new(0);
+    /// Its packets freed with interrupts off since [`watch`].
+    static COUNT: AtomicU64 = AtomicU64::new(0);
+
+    /// Counts the calling task's frees with interrupts off from now on,
+    /// from zero.
+    pub(crate) fn watch() {
+        COUNT.store(0, Ordering::Relaxed);
+        TASK.store(Task::current_raw() as usize, Ordering::Release);
+    }
+
+    /// Stops counting; returns the count.
+    pub(crate) fn unwatch() -> u64 {
+        TASK.store(0, Ordering::Release);
+        COUNT.load(Ordering::Relaxed)
+    }
+
+    /// A packet is being freed.
+    pub(super) fn note() {
+        let t = TASK.load(Ordering::Acquire);
+        // SAFETY: plain query of the current context.
+        if t != 0 && t == Task::current_raw() as usize && unsafe { sys::rroce_helper_irqs_off() } {
+            COUNT.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
 impl Drop for Skb {
     fn drop(&mut self) {
+        #[cfg(CONFIG_KUNIT)]
+        freed_irqs_off::note();
         self.free_pending();
         // SAFETY: owned (type invariant); its frag list goes with it.
         unsafe { sys::rroce_helper_kfree_skb(self.skb.as_ptr()) };

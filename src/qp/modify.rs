@@ -209,12 +209,13 @@ impl QpState {
         }
         inner.t.state = new;
         let guard = rcu::read_lock();
-        self.ctx(&mut inner, &guard).on_state_change(old, new);
+        let unsent = self.ctx(&mut inner, &guard).on_state_change(old, new);
         drop(guard);
         if new == sys::ib_qp_state_IB_QPS_RESET {
             reset_rings(&mut inner, &self.fixed);
         }
         drop(inner);
+        drop(unsent);
         if new == sys::ib_qp_state_IB_QPS_RESET {
             // Packets received before RESET and handed to a receive thread
             // are processed (dropped: the QP is in RESET) before it

@@ -537,6 +537,12 @@ impl QpState {
         )
     }
 
+    /// The packets waiting in both of the QP's lanes.
+    #[cfg(CONFIG_KUNIT)]
+    pub(crate) fn packets_waiting(&self) -> usize {
+        self.inner.lock().t.tx_packets()
+    }
+
     /// The request packets waiting in the QP's request lane.
     #[cfg(CONFIG_KUNIT)]
     pub(crate) fn requests_waiting(&self) -> usize {
@@ -660,9 +666,12 @@ fn tx_pass(state: &QpState, may_sleep: bool) {
         let ndev = dev.netdev(&guard);
         let mut inner = state.inner.lock();
         if ndev.is_null() || inner.dead {
-            // The netdev or the QP is going away: nothing more is sent.
-            inner.t.drop_queued();
-            drop(core::mem::take(&mut inner.ud_tx));
+            // The netdev or the QP is going away: nothing more is sent
+            // (freed once the lock is released).
+            let unsent = inner.t.take_queued();
+            let datagrams = core::mem::take(&mut inner.ud_tx);
+            drop(inner);
+            drop((unsent, datagrams));
             return;
         }
         let pending = inner.t.send_pending();

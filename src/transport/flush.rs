@@ -4,7 +4,7 @@
 //! both queues with `IB_WC_WR_FLUSH_ERR`; RTR and RTS reset the responder
 //! and the requester.
 
-use super::{post_cqe_to, Ctx, Req, Resp};
+use super::{post_cqe_to, state::Unsent, Ctx, Req, Resp};
 use crate::{
     abi,
     completion::{Completion, WcOpcode, WcStatus},
@@ -110,8 +110,14 @@ impl Ctx<'_> {
         });
     }
 
-    /// Sets up the requester at RTS and the responder at RTR.
-    pub(crate) fn on_state_change(&mut self, old: sys::ib_qp_state, new: sys::ib_qp_state) {
+    /// Sets up the requester at RTS and the responder at RTR; RESET
+    /// returns the packets it took from the queues, to be freed once the
+    /// caller has let go of the QP's lock.
+    pub(crate) fn on_state_change(
+        &mut self,
+        old: sys::ib_qp_state,
+        new: sys::ib_qp_state,
+    ) -> Unsent {
         if new == sys::ib_qp_state_IB_QPS_RTR && old != new {
             self.inner.resp = Resp {
                 epsn: self.inner.attrs.rq_psn,
@@ -134,8 +140,9 @@ impl Ctx<'_> {
             self.enter_error();
         }
         if new == sys::ib_qp_state_IB_QPS_RESET {
-            self.reset();
+            return self.reset();
         }
+        Unsent::none()
     }
 }
 
@@ -149,7 +156,9 @@ impl Ctx<'_> {
     /// RTR set what they need); the MTU is fixed again at RTR. A packet
     /// batch another context is sending right now is on the wire already;
     /// what it would have put back is dropped (`TransportState::epoch`).
-    pub(crate) fn reset(&mut self) {
+    /// The packets taken from the queues are returned, for the caller to
+    /// free after the QP's lock.
+    pub(crate) fn reset(&mut self) -> Unsent {
         // SAFETY: the timer lives as long as the QP; a callback already
         // waiting for the lock finds the QP below RTS and does nothing.
         unsafe { sys::rroce_helper_timer_cancel(self.qp.timer) };
@@ -159,10 +168,11 @@ impl Ctx<'_> {
             self.flush_rq();
         }
         self.inner.resp_q.clear();
-        self.inner.drop_queued();
+        let unsent = self.inner.take_queued();
         self.inner.epoch = self.inner.epoch.wrapping_add(1);
         self.inner.req = Req::default();
         self.inner.resp = Resp::default();
         self.inner.mtu = super::mtu_bytes(sys::ib_mtu_IB_MTU_256);
+        unsent
     }
 }

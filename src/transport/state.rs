@@ -169,6 +169,27 @@ impl Lane {
     }
 }
 
+/// Packets taken from a QP's queues that will not be sent: freed when
+/// this is dropped, which its holder does after releasing the QP's lock
+/// (freeing a packet can run its destructor and the network stack's
+/// release paths, work that has no business under a spinlock taken with
+/// interrupts off).
+#[must_use = "dropped only once the QP's lock is released"]
+pub(crate) struct Unsent {
+    _req: KVec<Skb>,
+    _resp: KVec<Skb>,
+}
+
+impl Unsent {
+    /// Nothing.
+    pub(crate) const fn none() -> Self {
+        Unsent {
+            _req: KVec::new(),
+            _resp: KVec::new(),
+        }
+    }
+}
+
 impl TransportState {
     /// The packets waiting in both queues (a GSO run holds several).
     pub(crate) fn tx_packets(&self) -> usize {
@@ -197,11 +218,14 @@ impl TransportState {
         }
     }
 
-    /// Drops what waits in both queues (RESET, or a QP or netdev going
-    /// away).
-    pub(crate) fn drop_queued(&mut self) {
-        drop(core::mem::take(&mut self.tx));
-        drop(core::mem::take(&mut self.rtx));
+    /// Takes what waits in both queues (RESET, or a QP or netdev going
+    /// away): nothing of it is sent; the caller frees it once it has let
+    /// go of the QP's lock.
+    pub(crate) fn take_queued(&mut self) -> Unsent {
+        Unsent {
+            _req: core::mem::take(&mut self.tx),
+            _resp: core::mem::take(&mut self.rtx),
+        }
     }
 
     /// Nothing waits in either queue.

@@ -313,7 +313,8 @@ pub(crate) fn reset_quiesces_qp() -> Result<(), &'static str> {
         return Err("posting the long READ failed");
     }
     let mut tries = 0;
-    while !st_b.tx_held() {
+    // Held, with responses built behind the gate (freed by the RESET).
+    while !st_b.tx_held() || st_b.packets_waiting() == 0 {
         tries += 1;
         if tries > 1000 {
             st_b.open_tx();
@@ -325,10 +326,21 @@ pub(crate) fn reset_quiesces_qp() -> Result<(), &'static str> {
         st_b.open_tx();
         return Err("B held its transmit but is not answering the READ");
     }
+    // The responses held back are freed by the RESET, after the QP's
+    // lock is let go: none with interrupts off.
+    crate::net::skb::freed_irqs_off::watch();
     let reset = to_state(&b, ib_qp_state_IB_QPS_RESET);
+    let freed = crate::net::skb::freed_irqs_off::unwatch();
     st_b.open_tx();
     if reset != 0 {
         return Err("modify to RESET failed");
+    }
+    if freed != 0 {
+        pr_err!(
+            "qp {}: RESET freed {freed} packets with interrupts off\n",
+            b.qpn()
+        );
+        return Err("RESET freed queued packets under the QP's lock");
     }
     if let Some(what) = st_b.not_quiesced() {
         pr_err!("qp {}: after RESET: {what}\n", b.qpn());
