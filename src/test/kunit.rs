@@ -236,6 +236,14 @@ mod objects {
     }
 
     #[test]
+    fn resp_queue_oldest_first() -> Result {
+        run(
+            "resp_queue_oldest_first",
+            crate::transport::queue_selftest::oldest_first(),
+        )
+    }
+
+    #[test]
     fn mr_access_rules() -> Result {
         run("mr_access_rules", crate::mr::selftest::access_rules())
     }

@@ -59,6 +59,8 @@ mod ud;
 
 pub(crate) use diag::Diag;
 pub(crate) use odp::OdpWait;
+#[cfg(CONFIG_KUNIT)]
+pub(crate) use resp::queue_selftest;
 pub(crate) use resp::RespQueue;
 pub(crate) use state::{Lane, QpAttrs, QpFixed, TransportState};
 pub(crate) use ud::Datagram;

@@ -27,6 +27,8 @@ use crate::{
 mod atomic;
 mod queue;
 
+#[cfg(CONFIG_KUNIT)]
+pub(crate) use queue::selftest as queue_selftest;
 pub(crate) use queue::RespQueue;
 use queue::{ReadItem, RespItem};
 

@@ -165,14 +165,15 @@ impl RespQueue {
         self.len
     }
 
-    /// The queued items, oldest first.
+    /// The queued items, oldest first: the `len` slots from `head` on,
+    /// wrapping (per READ request, so no walk of the empty slots).
     fn queued_mut(&mut self) -> impl Iterator<Item = &mut RespItem> {
-        let (head, len, cap) = (self.head, self.len, self.items.len().max(1));
-        self.items
-            .iter_mut()
-            .enumerate()
-            .filter(move |(i, _)| (i + cap - head) % cap < len)
-            .filter_map(|(_, it)| it.as_mut())
+        let len = self.len;
+        let head = self.head.min(self.items.len());
+        let (before, from_head) = self.items.split_at_mut(head);
+        Iterator::chain(from_head.iter_mut(), before.iter_mut())
+            .take(len)
+            .filter_map(|it| it.as_mut())
     }
 
     /// READ requests (not replays) whose responses are not all built yet:
@@ -200,5 +201,95 @@ impl RespQueue {
             }
         }
         false
+    }
+}
+
+/// Checks run by KUnit.
+#[cfg(CONFIG_KUNIT)]
+pub(crate) mod selftest {
+    use super::{ReadItem, RespItem, RespQueue, RESP_QUEUE};
+
+    fn read(psn: u32, npkts: u32, replay: bool) -> RespItem {
+        RespItem::Read(ReadItem {
+            va: 0x1000,
+            rkey: 7,
+            len: npkts * 1024,
+            psn,
+            npkts,
+            next: 0,
+            msn: 0,
+            mtu: 1024,
+            replay,
+        })
+    }
+
+    /// The queued items are walked oldest first, wrapping round the ring:
+    /// what counts against `max_dest_rd_atomic`, and which READ a
+    /// duplicate restarts.
+    pub(crate) fn oldest_first() -> Result<(), &'static str> {
+        let mut q = RespQueue::new().map_err(|_| "no memory")?;
+        // Move the head near the end of the ring, so that what follows
+        // wraps.
+        for _ in 0..RESP_QUEUE - 2 {
+            if !q.push(RespItem::AtomicAck {
+                psn: 0,
+                msn: 0,
+                orig: 0,
+            }) {
+                return Err("push refused on an empty queue");
+            }
+            q.pop();
+        }
+        // Two READs before the wrap, one after it; the middle one is a
+        // replay. The first and third both reach PSN 105 (the third's
+        // window: `distance_from(105) < npkts`).
+        for it in [
+            read(100, 10, false),
+            read(110, 2, true),
+            read(104, 4, false),
+        ] {
+            if !q.push(it) {
+                return Err("push refused");
+            }
+        }
+        if q.len() != 3 {
+            return Err("three items pushed, length is not 3");
+        }
+        if q.outstanding() != 2 {
+            return Err("outstanding READs across the wrap miscounted");
+        }
+        // A duplicate from PSN 105: the oldest queued READ covering it
+        // (PSN 100) is restarted, not the newer one past the wrap.
+        let dup = ReadItem {
+            va: 0x2000,
+            rkey: 9,
+            len: 5 * 1024,
+            psn: 105,
+            npkts: 5,
+            next: 0,
+            msn: 0,
+            mtu: 1024,
+            replay: true,
+        };
+        if !q.restart_read(dup) {
+            return Err("no queued READ covers the duplicate");
+        }
+        match q.front() {
+            Some(RespItem::Read(r)) if r.psn == 105 && r.rkey == 9 && !r.replay => {}
+            _ => return Err("the duplicate did not restart the oldest READ"),
+        }
+        // Drain in order.
+        let mut psns = [0u32; 3];
+        for p in psns.iter_mut() {
+            match q.front() {
+                Some(RespItem::Read(r)) => *p = r.psn,
+                _ => return Err("a queued READ went missing"),
+            }
+            q.pop();
+        }
+        if psns != [105, 110, 104] || !q.is_empty() {
+            return Err("items not kept in order across the wrap");
+        }
+        Ok(())
     }
 }
