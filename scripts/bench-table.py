@@ -38,14 +38,18 @@ def main():
     runs = {}
     ceil = {}
     for row in csv.reader(open(path)):
-        drv, test, size, mtu, qps, _rep, value, cpu_s, nbytes = row
+        # Tables before 2026-11-29 have no tenth column (a latency run's minimum).
+        drv, test, size, mtu, qps, _rep, value, cpu_s, nbytes = row[:9]
+        vmin = row[9] if len(row) > 9 else ""
         if drv in ("memcpy", "kcopy"):
             ceil[drv] = float(value) if value else None
             continue
         v = None if value in ("", "fail") else float(value)
         key = (test, int(size), int(mtu), int(qps))
-        r = runs.setdefault(key, {}).setdefault(drv, {"v": [], "cpu": 0.0, "bytes": 0})
+        r = runs.setdefault(key, {}).setdefault(drv, {"v": [], "cpu": 0.0, "bytes": 0, "min": []})
         r["v"].append(v)
+        if v is not None and vmin:
+            r["min"].append(float(vmin))
         if v is not None and nbytes:
             r["cpu"] += float(cpu_s)
             r["bytes"] += int(nbytes)
@@ -99,6 +103,21 @@ def main():
                      if frac is not None else "-")
         print("| " + " | ".join(cells) + " |")
     print(f"\n{met} of {total} rows with a goal meet it.")
+    fast = [(k, by) for k, by in sorted(runs.items())
+            if k[0].endswith("lat") and any(d.get("min") for d in by.values())]
+    if fast:
+        print("\nLatency fast mode: the median of the runs' minimum round trip (perftest's "
+              "t_min), beside the typical above; latency under TCG is often bimodal (a slow "
+              "mode about twice the fast one, in both drivers), which a median of typicals "
+              "measures as much as the driver (no goal).\n")
+        print("| test | size | rroce min | rxe min | rroce/rxe |")
+        print("|---|---:|---:|---:|---:|")
+        for (test, size, _mtu, _qps), by in fast:
+            m = {drv: median_iqr(by.get(drv, {}).get("min", []))[0] for drv in ("rroce", "rxe")}
+            r, x = m["rroce"], m["rxe"]
+            cells = [test, str(size)] + [f"{v:.2f} us" if v is not None else "-" for v in (r, x)]
+            cells.append(f"{r / x:.2f}" if r and x else "-")
+            print("| " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":

@@ -4,7 +4,8 @@
 # topology (two namespaces over a veth pair each: ns0/ns1 for rroce, ns2/ns3
 # for rdma_rxe, since one namespace cannot host both on UDP 4791), same
 # perftest options, interleaved run by run. Writes one CSV line per run to
-# $RROCE_RUN/bench.csv: driver,test,size,mtu,qps,rep,value,cpu_s,bytes
+# $RROCE_RUN/bench.csv: driver,test,size,mtu,qps,rep,value,cpu_s,bytes,min
+# (min: a latency run's minimum, empty otherwise)
 # (value in MiB/s, perftest's "MB/sec", or usec; cpu_s the busy CPU-seconds
 # of the whole guest during the run, from /proc/stat; bytes the payload the
 # bandwidth run moved).
@@ -59,7 +60,11 @@ one() {
 	local cpu bytes=
 	cpu=$(awk -v a="$b0" -v b="$b1" 'BEGIN { printf "%.2f", (b - a) / 100 }')
 	[ "$kind" = bw ] && bytes=$((size * n * qps))
-	echo "$drv,$prog,$size,$mtu,$qps,$rep,${v:-fail},$cpu,$bytes" >>"$OUT"
+	# Latency: also the run's minimum (perftest's t_min), its fast mode.
+	local min=
+	[ "$kind" = lat ] && [ -n "$v" ] &&
+		min=$(awk '/^ *[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+/ { v = $3 } END { print v }' /tmp/bench.cli)
+	echo "$drv,$prog,$size,$mtu,$qps,$rep,${v:-fail},$cpu,$bytes,$min" >>"$OUT"
 	# Why a run failed, for the record.
 	[ -n "$v" ] || { echo "== $drv $prog $size mtu $mtu x$qps #$rep"; tail -n 4 /tmp/bench.srv /tmp/bench.cli; } >>"$RROCE_RUN/bench-failures.log"
 	echo "  $drv $prog $size mtu $mtu x$qps #$rep: ${v:-FAILED} (${cpu} CPU-s)"
