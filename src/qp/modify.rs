@@ -211,11 +211,13 @@ impl QpState {
         let guard = rcu::read_lock();
         let unsent = self.ctx(&mut inner, &guard).on_state_change(old, new);
         drop(guard);
-        if new == sys::ib_qp_state_IB_QPS_RESET {
-            reset_rings(&mut inner, &self.fixed);
-        }
+        let datagrams = if new == sys::ib_qp_state_IB_QPS_RESET {
+            reset_rings(&mut inner, &self.fixed)
+        } else {
+            KVec::new()
+        };
         drop(inner);
-        drop(unsent);
+        drop((unsent, datagrams));
         if new == sys::ib_qp_state_IB_QPS_RESET {
             // Packets received before RESET and handed to a receive thread
             // are processed (dropped: the QP is in RESET) before it
@@ -298,9 +300,12 @@ impl QpState {
 
 /// Both rings of a QP entering RESET start over at index 0, empty: what
 /// was posted is discarded without completions. The shared headers are
-/// rewritten (a process producing into them carries on from there).
-fn reset_rings(inner: &mut QpInner, fixed: &transport::QpFixed) {
-    drop(core::mem::take(&mut inner.ud_tx));
+/// rewritten (a process producing into them carries on from there). The
+/// UD datagrams still waiting to be sent are returned, for the caller to
+/// free once the QP's lock is released.
+#[must_use = "dropped only once the QP's lock is released"]
+fn reset_rings(inner: &mut QpInner, fixed: &transport::QpFixed) -> KVec<transport::Datagram> {
+    let datagrams = core::mem::take(&mut inner.ud_tx);
     let sq = inner.t.sq.layout();
     // Index 0 fits every ring.
     let _ = sq.init_indices(&fixed.sq_buf, 0);
@@ -312,6 +317,7 @@ fn reset_rings(inner: &mut QpInner, fixed: &transport::QpFixed) {
         inner.t.rq = crate::engine::ring::Consumer::new(rq);
         inner.rq_prod = crate::engine::ring::Producer::new(rq);
     }
+    datagrams
 }
 
 /// What KUnit looks at.
