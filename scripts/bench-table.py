@@ -107,9 +107,9 @@ def main():
             if k[0].endswith("lat") and any(d.get("min") for d in by.values())]
     if fast:
         print("\nLatency fast mode: the median of the runs' minimum round trip (perftest's "
-              "t_min), beside the typical above; latency under TCG is often bimodal (a slow "
-              "mode about twice the fast one, in both drivers), which a median of typicals "
-              "measures as much as the driver (no goal).\n")
+              "t_min), beside the typical above; latency in these VMs is often bimodal (under "
+              "TCG a slow mode about twice the fast one, in both drivers), which a median of "
+              "typicals measures as much as the driver (no goal).\n")
         print("| test | size | rroce min | rxe min | rroce/rxe |")
         print("|---|---:|---:|---:|---:|")
         for (test, size, _mtu, _qps), by in fast:
