@@ -63,7 +63,7 @@ one() {
 	# Latency: also the run's minimum (perftest's t_min), its fast mode.
 	local min=
 	[ "$kind" = lat ] && [ -n "$v" ] &&
-		min=$(awk '/^ *[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+/ { v = $3 } END { print v }' /tmp/bench.cli)
+		min=$(lat_field 3)
 	echo "$drv,$prog,$size,$mtu,$qps,$rep,${v:-fail},$cpu,$bytes,$min" >>"$OUT"
 	# Why a run failed, for the record.
 	[ -n "$v" ] || { echo "== $drv $prog $size mtu $mtu x$qps #$rep"; tail -n 4 /tmp/bench.srv /tmp/bench.cli; } >>"$RROCE_RUN/bench-failures.log"

@@ -38,7 +38,8 @@ row() {
 		ip netns exec $sb timeout 120 $prog -d $dev1 $opts $ip >/tmp/p.cli 2>&1
 	wait
 	if [ "${prog%_lat}" != "$prog" ]; then
-		v=$(awk '/^ *[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+/ { v = $5 " usec typical" } END { print v }' /tmp/p.cli)
+		v=$(lat_field 5 /tmp/p.cli)
+		v=${v:+$v usec typical}
 	else
 		v=$(awk '/^ *[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+/ { v = $4 " MiB/s" } END { print v }' /tmp/p.cli)
 	fi

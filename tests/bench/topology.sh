@@ -86,6 +86,13 @@ bench_iters() {
 	fi
 }
 
+# lat_field N [FILE]: field N of perftest's latency result line ("size iters
+# min max typical avg ..."; 3: the minimum, 5: the typical) in FILE (the
+# client's output, /tmp/bench.cli by default); nothing if there is none.
+lat_field() {
+	awk -v f="$1" '/^ *[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+/ { v = $f } END { print v }' "${2:-/tmp/bench.cli}"
+}
+
 # bench_run PROG SIZE KIND MTU QPS: one perftest run between the ends
 # bench_ends chose (server in $sa, client in $sb); prints its figure
 # (bandwidth: perftest's average MB/sec, which is MiB/s; latency: the
@@ -104,6 +111,6 @@ bench_run() {
 	if [ "$kind" = bw ]; then
 		awk '/^ *[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+/ { v = $4 } END { print v }' /tmp/bench.cli
 	else
-		awk '/^ *[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+/ { v = $5 } END { print v }' /tmp/bench.cli
+		lat_field 5
 	fi
 }
