@@ -129,7 +129,7 @@ if [ "$MODE" = ab ]; then
 	# rroce against itself, one boolean module parameter on and off
 	# (tests/bench/ab.sh): what a datapath step is worth, same boot.
 	[ -n "${PARAM:-}" ] || die "make bench-ab PARAM=NAME: which module parameter"
-	BENCH_AB_PARAM=$PARAM $RUNNER --timeout "${RROCE_BENCH_TIMEOUT:-3600}" 'bash tests/bench/ab.sh' | tee "$RUN/log"
+	BENCH_AB_PARAM=$PARAM BENCH_AB_ROWS=${ROWS:-all} $RUNNER --timeout "${RROCE_BENCH_TIMEOUT:-3600}" 'bash tests/bench/ab.sh' | tee "$RUN/log"
 	[ -s "$RUN/ab.csv" ] || die "the A/B run produced no results (see $RUN)"
 	accel=$(cat "$RUN/accel" 2>/dev/null || echo unknown)
 	kind=bench

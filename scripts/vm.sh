@@ -69,6 +69,8 @@ printf '%s\n' "$cmd" >"$RUN/cmd"
 	echo "BENCH_REPS='${BENCH_REPS:-}'"
 	# tests/bench/ab.sh: the module parameter it turns on and off.
 	echo "BENCH_AB_PARAM='${BENCH_AB_PARAM:-}'"
+	# ... and which rows (all, or lat).
+	echo "BENCH_AB_ROWS='${BENCH_AB_ROWS:-}'"
 } >"$RUN/env"
 
 accel=(--disable-kvm)

@@ -4,7 +4,8 @@
 # its boolean module parameters on (A) and off (B), same boot, same
 # topology as the table (tests/bench/topology.sh), runs interleaved A/B,
 # on the rows where a datapath change shows (bandwidth at 64 KiB and 1 MiB,
-# both MTUs, 1 and 4 QPs; 64-byte WRITE; 2-byte latency). Writes one CSV
+# both MTUs, 1 and 4 QPs; 64-byte WRITE; 2-byte latency; with
+# BENCH_AB_ROWS=lat only 64-byte READ, SEND and WRITE and the latencies). Writes one CSV
 # line per run to $RROCE_RUN/ab.csv: side,test,size,mtu,qps,rep,value
 # (side A or B; value in MiB/s or usec, as the table's).
 cd "$(dirname "$0")/../.." || exit 1
@@ -34,15 +35,23 @@ ab() {
 		one B "$@" "$rep"
 	done
 }
-for prog in ib_send_bw ib_write_bw ib_read_bw; do
-	for size in 65536 1048576; do
-		for mtu in 1024 4096; do
-			for qps in 1 4; do
-				ab $prog $size bw $mtu $qps
+# BENCH_AB_ROWS=lat (make bench-ab ROWS=lat): only the latency rows and
+# the small-message ones, for a change that steers small messages.
+ROWS=${BENCH_AB_ROWS:-all}
+if [ "$ROWS" = all ]; then
+	for prog in ib_send_bw ib_write_bw ib_read_bw; do
+		for size in 65536 1048576; do
+			for mtu in 1024 4096; do
+				for qps in 1 4; do
+					ab $prog $size bw $mtu $qps
+				done
 			done
 		done
 	done
-done
+else
+	ab ib_read_bw 64 bw 1024 1
+	ab ib_send_bw 64 bw 1024 1
+fi
 ab ib_write_bw 64 bw 1024 1
 for prog in ib_send_lat ib_write_lat ib_read_lat; do
 	ab $prog 2 lat 1024 1
