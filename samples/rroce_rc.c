@@ -1133,17 +1133,18 @@ static void test_query_psns(void)
 	struct ibv_qp_attr qa, qb;
 	struct ibv_qp_init_attr ia;
 	int r, tries = 0;
+	int agree;
 
 	for (;;) {
 		r = ibv_query_qp(A.qp, &qa, IBV_QP_SQ_PSN | IBV_QP_RQ_PSN, &ia) ||
 		    ibv_query_qp(B.qp, &qb, IBV_QP_SQ_PSN | IBV_QP_RQ_PSN, &ia);
-		if (r || (qa.sq_psn == qb.rq_psn && qb.sq_psn == qa.rq_psn) || ++tries >= 500)
+		agree = !r && qa.sq_psn == qb.rq_psn && qb.sq_psn == qa.rq_psn;
+		if (r || agree || ++tries >= 500)
 			break;
 		usleep(10000);
 	}
 
-	CHECK(!r && qa.sq_psn == qb.rq_psn && qb.sq_psn == qa.rq_psn &&
-		      qa.sq_psn != (0x123456 ^ A.qp->qp_num),
+	CHECK(agree && qa.sq_psn != (0x123456 ^ A.qp->qp_num),
 	      "query_qp: PSNs as they are after traffic (A sends 0x%x, B expects 0x%x; "
 	      "B sends 0x%x, A expects 0x%x)",
 	      qa.sq_psn, qb.rq_psn, qb.sq_psn, qa.rq_psn);
