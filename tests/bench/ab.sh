@@ -38,6 +38,10 @@ ab() {
 # BENCH_AB_ROWS=lat (make bench-ab ROWS=lat): only the latency rows and
 # the small-message ones, for a change that steers small messages.
 ROWS=${BENCH_AB_ROWS:-all}
+case $ROWS in
+all | lat) ;;
+*) echo "BENCH_AB_ROWS=$ROWS: all or lat"; exit 1 ;;
+esac
 if [ "$ROWS" = all ]; then
 	for prog in ib_send_bw ib_write_bw ib_read_bw; do
 		for size in 65536 1048576; do
