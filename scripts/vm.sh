@@ -90,8 +90,9 @@ append=()
 # RROCE_VM_VERBOSE=1: the guest's console too (an oops that ends the
 # guest before the kernel log is saved shows only there).
 [ "${RROCE_VM_VERBOSE:-0}" = 0 ] || append+=(--verbose)
-# RROCE_VM_QEMU_OPTS: more QEMU options, one word each (e.g. "-icount
-# shift=0,sleep=off" for guest time counted in instructions).
+# RROCE_VM_QEMU_OPTS: more QEMU options, separated by spaces (none may
+# contain one), e.g. "-icount shift=0,sleep=off": guest time counted in
+# instructions (Documentation/benchmark.rst).
 [ -z "${RROCE_VM_QEMU_OPTS:-}" ] || append+=(--qemu-opts="$RROCE_VM_QEMU_OPTS")
 timeout -k 20 "$timeout" "$VNG" --run "$B" "${accel[@]}" "${append[@]}" \
 	--cpus "${RROCE_VM_CPUS:-2}" --memory "${RROCE_VM_MEM:-2G}" --user root \
