@@ -76,6 +76,10 @@ printf '%s\n' "$cmd" >"$RUN/cmd"
 accel=(--disable-kvm)
 mode=TCG
 if kvm_usable; then accel=(); mode=KVM; fi
+# Extra QEMU options (below) change what a timing means (-icount counts
+# instructions): the accelerator's name, which a benchmark's file name and
+# header carry, says so.
+[ -z "${RROCE_VM_QEMU_OPTS:-}" ] || mode="$mode+$(printf '%s' "$RROCE_VM_QEMU_OPTS" | tr -s ' ' '_')"
 echo "$mode" >"$RUN/accel"
 log "booting $(rroce_kver) under $mode (timeout ${timeout}s, run dir $RUN)"
 
