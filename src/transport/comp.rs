@@ -161,6 +161,14 @@ impl Ctx<'_> {
             super::bump(&mut self.inner.req.ev.stale);
             return;
         }
+        // What this response says reached the responder: up to its PSN
+        // (below it for a sequence NAK).
+        let below = match (info.kind, pkt.headers().aeth) {
+            (OpKind::Acknowledge, Some(a)) if matches!(a.syndrome, Syndrome::Nak(_)) => psn,
+            _ => psn.next(),
+        };
+        let r = &mut self.inner.req;
+        r.heard = requester::heard_after(Psn::new(r.heard), below).get();
         match info.kind {
             OpKind::Acknowledge => {
                 let Some(aeth) = pkt.headers().aeth else {

@@ -38,12 +38,16 @@ impl Req {
         if Psn::new(self.psn).diff(Psn::new(self.max_psn)) < 0 {
             self.ev.resent = self.ev.resent.wrapping_add(npkts);
         }
+        let first = self.psn;
         self.psn = Psn::new(self.psn).add(npkts).get();
         if done {
             self.cur += 1;
             self.cur_off = 0;
         }
         if Psn::new(self.psn).diff(Psn::new(self.max_psn)) >= 0 {
+            if npkts > 0 {
+                self.max_first = first;
+            }
             self.max_psn = self.psn;
             self.max_cur = self.cur;
             self.max_cur_off = self.cur_off;

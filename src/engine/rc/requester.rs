@@ -25,6 +25,13 @@
 //!
 //! The parts of one WQE are requests outstanding at once, counted against
 //! the QP's `max_rd_atomic` ([`requests_outstanding`]).
+//!
+//! The next part is asked for by the completer, on the CPU its responses
+//! arrive on, while earlier parts are still owed: [`requests_in_flight`]
+//! says whether a request sent from another CPU could still be queued on
+//! the way (then it must leave from the same CPU, or it may overtake).
+
+use crate::engine::psn::Psn;
 
 /// Most response packets one READ request asks for. Half the full send
 /// window: with the first PSN of a part inside the window, a QP is owed
@@ -67,4 +74,33 @@ pub const fn requests_outstanding(npkts: u32, answered: u32, sent: u32) -> u32 {
         return 0;
     }
     sent.div_ceil(READ_PART) - answered / READ_PART
+}
+
+/// Whether a request packet of the QP could still be on its way to the
+/// responder (queued on the backlog of the CPU that sent it, where a
+/// packet sent later from another CPU could overtake it). `una`: the
+/// oldest unacknowledged PSN; `sent`: one past the highest PSN taken to be
+/// sent; `sent_first`: the first PSN of the newest request packet taken
+/// (a READ request's is its part's first); `heard`: every request below
+/// it is known to have reached the responder (an ACK at `p` says so up to
+/// `p`, a sequence NAK at `p` below `p`, a READ response or atomic ACK at
+/// `p` up to `p`, as its request is the one packet covering it).
+///
+/// Nothing unacknowledged: none. Otherwise one is, unless the newest
+/// request was heard of: the requests in flight left from one CPU's
+/// queue, in order, so the newest heard of means every earlier one
+/// arrived too. (A READ stream keeps `una` behind `sent` all the time,
+/// but each part's request is heard of once its first response comes.)
+pub const fn requests_in_flight(una: Psn, sent: Psn, sent_first: Psn, heard: Psn) -> bool {
+    sent.diff(una) > 0 && heard.diff(sent_first) <= 0
+}
+
+/// `heard` after a response at `psn` that says the requests below
+/// `below` reached the responder: it only moves forward.
+pub const fn heard_after(heard: Psn, below: Psn) -> Psn {
+    if below.diff(heard) > 0 {
+        below
+    } else {
+        heard
+    }
 }

@@ -812,3 +812,25 @@ fn read_parts_outstanding() {
     // `sent` beyond the WQE is clamped.
     assert_eq!(requests_outstanding(100, 0, 500), 2);
 }
+
+#[test]
+fn requests_in_flight_until_the_newest_is_heard_of() {
+    use super::requester::{heard_after, requests_in_flight};
+    let base = PSN_MASK - 100; // across the wrap
+    let q = |d: u32| Psn::new(base).add(d);
+    // Nothing unacknowledged: nothing in flight, whatever was heard.
+    assert!(!requests_in_flight(q(10), q(10), q(9), q(0)));
+    // A WRITE stream: the newest packet (PSN 19) is heard of only by an
+    // ACK at 19 (heard 20); an ACK at 18 leaves it possibly queued.
+    assert!(requests_in_flight(q(10), q(20), q(19), q(19)));
+    assert!(!requests_in_flight(q(20), q(20), q(19), q(20)));
+    // A READ stream: una far behind (responses owed), but the newest
+    // part's request (first PSN 128) was answered once: none queued.
+    assert!(requests_in_flight(q(100), q(192), q(128), q(128)));
+    assert!(!requests_in_flight(q(100), q(192), q(128), q(129)));
+    assert!(!requests_in_flight(q(129), q(192), q(128), q(129)));
+    // heard only moves forward, across the wrap too.
+    assert_eq!(heard_after(q(50), q(60)), q(60));
+    assert_eq!(heard_after(q(60), q(50)), q(60));
+    assert_eq!(heard_after(q(90), q(130)), q(130));
+}
