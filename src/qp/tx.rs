@@ -23,6 +23,7 @@ use kernel::{
 use super::{QpInner, QpState};
 use crate::{
     ah::AddressVector,
+    engine::handover::Role,
     net::skb::Skb,
     rdma::sys,
     transport::{self, Lane},
@@ -725,7 +726,11 @@ unsafe extern "C" fn timer_fn(ctx: *mut c_void) {
     if inner.dead {
         return;
     }
-    state.ctx(&mut inner, &guard).on_timer();
+    let queued = state
+        .rx
+        .get(Role::Responses.index())
+        .is_some_and(|r| r.waiting().count > 0);
+    state.ctx(&mut inner, &guard).on_timer(queued);
     drop(inner);
     state.flush_tx();
 }

@@ -17,7 +17,7 @@ use crate::{
             checks,
             completer::{
                 self, response_in_range, response_limit, skip_ahead, AckClass, RemoteError,
-                TimerAction, TimerState,
+                TimerAction, TimerState, MAX_DEFERS,
             },
         },
         wire::{self, OpKind, Position, Syndrome},
@@ -36,6 +36,7 @@ impl Ctx<'_> {
         self.inner.req.rnr_wait = false;
         self.inner.req.retry_left = self.inner.attrs.retry_cnt;
         self.inner.req.rnr_left = self.inner.attrs.rnr_retry;
+        self.inner.req.defers_left = MAX_DEFERS;
         self.inner.req.window.on_progress();
     }
 
@@ -415,7 +416,9 @@ impl Ctx<'_> {
     }
 
     /// The QP's timer: retransmission timeout, or the end of an RNR wait.
-    pub(crate) fn on_timer(&mut self) {
+    /// `responses_queued`: packets of the QP's responses role wait on a
+    /// receive thread (`crate::recv`), not yet processed.
+    pub(crate) fn on_timer(&mut self, responses_queued: bool) {
         if self.inner.state != sys::ib_qp_state_IB_QPS_RTS {
             return;
         }
@@ -433,10 +436,17 @@ impl Ctx<'_> {
             odp_wait: r.odp_wait,
             idle: r.una == r.max_psn,
             retry_left: r.retry_left,
+            responses_queued,
+            defers_left: r.defers_left,
         };
         match completer::on_timer(t) {
             TimerAction::EndRnrWait => self.inner.req.rnr_wait = false,
             TimerAction::OdpWait => return self.arm_retry_timer(),
+            TimerAction::Defer { defers_left } => {
+                super::bump(&mut self.inner.req.ev.deferred_timers);
+                self.inner.req.defers_left = defers_left;
+                return self.arm_retry_timer();
+            }
             TimerAction::Idle => return,
             TimerAction::RetryExceeded => return self.fail_head(WcStatus::RetryExcErr),
             TimerAction::Retransmit { retry_left } => {

@@ -14,7 +14,7 @@ use crate::rdma::sys;
 pub(crate) type Diag = [(&'static CStr, u32); DIAG_LEN];
 
 /// How many values [`TransportState::diag`] reports.
-pub(crate) const DIAG_LEN: usize = 45;
+pub(crate) const DIAG_LEN: usize = 47;
 
 impl TransportState {
     /// The PSNs `query_qp` reports (as rdma_rxe and the HCAs): the next to
@@ -49,6 +49,7 @@ impl TransportState {
             (c"una", r.una),
             (c"retry_left", r.retry_left.into()),
             (c"rnr_left", r.rnr_left.into()),
+            (c"defers_left", r.defers_left.into()),
             (c"rnr_wait", r.rnr_wait.into()),
             (c"odp_wait", r.odp_wait.into()),
             (c"req_pending", r.pending.into()),
@@ -73,6 +74,7 @@ impl TransportState {
             (c"req_responses", r.ev.responses),
             (c"req_late", r.ev.late),
             (c"req_stale_timers", r.ev.stale_timers),
+            (c"req_deferred_timers", r.ev.deferred_timers),
             (c"req_at_ack", r.ev.at_ack),
             (c"req_at_timeout", r.ev.at_timeout),
             (c"req_at_fail", r.ev.at_fail),

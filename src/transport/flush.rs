@@ -9,6 +9,7 @@ use crate::{
     abi,
     completion::{Completion, WcOpcode, WcStatus},
     cq::Kind,
+    engine::rc::completer::MAX_DEFERS,
     rdma::sys,
 };
 
@@ -135,6 +136,7 @@ impl Ctx<'_> {
             };
             self.inner.req.retry_left = self.inner.attrs.retry_cnt;
             self.inner.req.rnr_left = self.inner.attrs.rnr_retry;
+            self.inner.req.defers_left = MAX_DEFERS;
         }
         if new == sys::ib_qp_state_IB_QPS_ERR && old != new {
             self.enter_error();

@@ -237,6 +237,9 @@ pub(crate) struct Req {
     sent_psn: u32,
     retry_left: u8,
     rnr_left: u8,
+    /// Timer expiries that responses waiting on a receive thread may
+    /// still defer (`engine::rc::completer::MAX_DEFERS`).
+    defers_left: u8,
     /// Waiting out an RNR NAK's timer.
     rnr_wait: bool,
     /// Waiting for ODP pages a WQE's SGEs need (`transport::odp`).
@@ -285,6 +288,9 @@ pub(crate) struct ReqEvents {
     /// Timer expiries found stale (the timer was armed again while they
     /// waited for the QP lock) and ignored.
     stale_timers: u32,
+    /// Timer expiries not charged as timeouts because the QP's responses
+    /// waited, received, on a receive thread.
+    deferred_timers: u32,
     /// When (the tick in ms) the last ACK or NAK was taken, the last
     /// retransmission timeout charged, and a late response came first and
     /// last (only then: the completer's hot path reads no clock).

@@ -139,6 +139,14 @@ pub enum TimerAction {
     OdpWait,
     /// Nothing is in flight: nothing to do.
     Idle,
+    /// Responses for this QP wait, received, on a local receive thread:
+    /// the peer answered and the answer is not yet read, so no retry is
+    /// charged; the timer is armed again and `defers_left` more such
+    /// expiries may pass before one counts.
+    Defer {
+        /// The deferral budget after this one.
+        defers_left: u8,
+    },
     /// The retry budget is spent: the head WQE fails with
     /// `IB_WC_RETRY_EXC_ERR`.
     RetryExceeded,
@@ -162,12 +170,27 @@ pub struct TimerState {
     pub idle: bool,
     /// Retransmission timeouts left before the head WQE fails.
     pub retry_left: u8,
+    /// Packets of the QP's responses role were received and handed to a
+    /// receive thread, and not yet processed.
+    pub responses_queued: bool,
+    /// Expiries that may still be deferred for queued responses before
+    /// one is charged (reset to [`MAX_DEFERS`] by progress).
+    pub defers_left: u8,
 }
+
+/// Expiries in a row, without progress, that queued responses may defer.
+/// The bound keeps a peer that streams useless responses (duplicates,
+/// responses to nothing) from holding a timeout off for ever: after it,
+/// expiries are charged as if nothing were queued.
+pub const MAX_DEFERS: u8 = 8;
 
 /// The timer fired. An RNR wait ends first; a requester stopped for its
 /// own ODP pages is not timed out (what it sent before stopping may go
 /// unacknowledged until it sends the rest, as no packet since asked for
-/// an ACK); otherwise a timeout with something in flight costs a retry.
+/// an ACK); nor is one whose responses arrived and wait, unread, on a
+/// receive thread that this machine's load keeps from running (up to
+/// [`MAX_DEFERS`] times without progress); otherwise a timeout with
+/// something in flight costs a retry.
 pub const fn on_timer(t: TimerState) -> TimerAction {
     if t.rnr_wait {
         TimerAction::EndRnrWait
@@ -175,6 +198,10 @@ pub const fn on_timer(t: TimerState) -> TimerAction {
         TimerAction::Idle
     } else if t.odp_wait {
         TimerAction::OdpWait
+    } else if t.responses_queued && t.defers_left > 0 {
+        TimerAction::Defer {
+            defers_left: t.defers_left - 1,
+        }
     } else if t.retry_left == 0 {
         TimerAction::RetryExceeded
     } else {

@@ -7,7 +7,7 @@ use super::{
     completer::{
         classify_ack, nak_acks_through, on_timer, read_retry, response_in_range, response_limit,
         rewind_on_sequence_nak, rewind_target, rnr_retry, skip_ahead, AckClass, RemoteError,
-        Rewind, SentWqe, TimerAction, TimerState, RNR_RETRY_INFINITE,
+        Rewind, SentWqe, TimerAction, TimerState, MAX_DEFERS, RNR_RETRY_INFINITE,
     },
     responder::{
         admit_rd_atomic, classify_request, duplicate_action, find_atomic_replay, find_read_replay,
@@ -212,6 +212,8 @@ fn timer(rnr_wait: bool, odp_wait: bool, idle: bool, retry_left: u8) -> TimerAct
         odp_wait,
         idle,
         retry_left,
+        responses_queued: false,
+        defers_left: MAX_DEFERS,
     })
 }
 
@@ -229,6 +231,78 @@ fn timer_actions() {
         timer(false, false, false, 7),
         TimerAction::Retransmit { retry_left: 6 }
     );
+}
+
+fn queued_timer(retry_left: u8, defers_left: u8) -> TimerAction {
+    on_timer(TimerState {
+        retry_left,
+        responses_queued: true,
+        defers_left,
+        ..TimerState::default()
+    })
+}
+
+/// Under a load the receive threads cannot keep up with (two busy-polling
+/// processes on two emulated CPUs), a READ's responses arrive, are handed
+/// to a receive thread and wait there past the retransmission timeout:
+/// charging a retry for them resends what was answered, and a stream of
+/// such expiries failed 4-QP READ streams with "retry exceeded" while
+/// every response was on this host. While responses wait, an expiry is
+/// deferred, up to `MAX_DEFERS` in a row without progress; then expiries
+/// count again, so a peer streaming responses that answer nothing cannot
+/// hold a timeout off.
+#[test]
+fn queued_responses_defer_the_timeout() {
+    assert_eq!(queued_timer(0, 1), TimerAction::Defer { defers_left: 0 });
+    assert_eq!(
+        queued_timer(3, MAX_DEFERS),
+        TimerAction::Defer {
+            defers_left: MAX_DEFERS - 1
+        }
+    );
+    assert_eq!(queued_timer(0, 0), TimerAction::RetryExceeded);
+    assert_eq!(
+        queued_timer(2, 0),
+        TimerAction::Retransmit { retry_left: 1 }
+    );
+    // An RNR wait ends, an idle QP stays idle, an ODP wait stays one,
+    // whatever waits on the threads.
+    let base = TimerState {
+        responses_queued: true,
+        defers_left: MAX_DEFERS,
+        retry_left: 3,
+        ..TimerState::default()
+    };
+    let rnr = TimerState {
+        rnr_wait: true,
+        ..base
+    };
+    assert_eq!(on_timer(rnr), TimerAction::EndRnrWait);
+    let idle = TimerState { idle: true, ..base };
+    assert_eq!(on_timer(idle), TimerAction::Idle);
+    let odp = TimerState {
+        odp_wait: true,
+        ..base
+    };
+    assert_eq!(on_timer(odp), TimerAction::OdpWait);
+    // Expiries without progress: MAX_DEFERS deferred, then the retry
+    // budget is spent as if nothing were queued.
+    let (mut retry, mut defers, mut deferred, mut charged) = (2u8, MAX_DEFERS, 0, 0);
+    loop {
+        match queued_timer(retry, defers) {
+            TimerAction::Defer { defers_left } => {
+                defers = defers_left;
+                deferred += 1;
+            }
+            TimerAction::Retransmit { retry_left } => {
+                retry = retry_left;
+                charged += 1;
+            }
+            TimerAction::RetryExceeded => break,
+            a => panic!("unexpected {a:?}"),
+        }
+    }
+    assert_eq!((deferred, charged), (u32::from(MAX_DEFERS), 2));
 }
 
 /// A requester stopped for its own ODP pages (a SEND from pages the
