@@ -19,7 +19,6 @@ use crate::{
                 self, response_in_range, response_limit, skip_ahead, AckClass, RemoteError,
                 TimerAction, TimerState, MAX_DEFERS,
             },
-            requester,
         },
         wire::{self, OpKind, Position, Syndrome},
     },
@@ -162,21 +161,9 @@ impl Ctx<'_> {
             super::bump(&mut self.inner.req.ev.stale);
             return;
         }
-        // What this response says reached the responder: up to its PSN
-        // (below it for a sequence NAK).
-        let aeth = pkt.headers().aeth;
-        let below = match (info.kind, aeth) {
-            (OpKind::Acknowledge, Some(a)) if matches!(a.syndrome, Syndrome::Nak(_)) => psn,
-            _ => psn.next(),
-        };
-        let r = &mut self.inner.req;
-        r.heard = requester::heard_after(Psn::new(r.heard), below).get();
-        // Once acknowledged, a rewind's bound follows `una`, so that it
-        // stays within half the PSN space of it.
-        r.resent_until = requester::heard_after(Psn::new(r.resent_until), Psn::new(r.una)).get();
         match info.kind {
             OpKind::Acknowledge => {
-                let Some(aeth) = aeth else {
+                let Some(aeth) = pkt.headers().aeth else {
                     return;
                 };
                 if !self.on_ack(psn, aeth.syndrome) {
@@ -330,14 +317,11 @@ impl Ctx<'_> {
         let expect = (op.len - off.min(op.len)).min(mtu) as usize;
         let pos = pkt.info().position;
         let last = idx + 1 == op.npkts;
-        // Each part of the READ is a response message of its own
-        // (`engine::rc::requester`), and a READ resumed after a loss is one
-        // starting at the resumption PSN: First/Only may appear at any
-        // index, Last/Only exactly where a part ends.
-        let part_end = requester::ends_part(op.npkts, idx);
+        // A READ resumed after a loss is a new response message starting
+        // at the resumption PSN, so First/Only may appear at any index.
         let pos_ok = match pos {
-            Position::Only | Position::Last => part_end,
-            Position::First | Position::Middle => !part_end,
+            Position::Only | Position::Last => last,
+            Position::First | Position::Middle => !last,
         };
         if !pos_ok || data.len() != expect {
             return self.fail_head(WcStatus::BadRespErr);

@@ -65,10 +65,6 @@ impl Ctx<'_> {
         r.una = r.psn;
         r.max_psn = r.psn;
         r.sent_psn = r.psn;
-        r.max_first = r.psn;
-        r.sent_first = r.psn;
-        r.heard = r.psn;
-        r.resent_until = r.psn;
         r.cur = 0;
         r.cur_off = 0;
         r.max_cur = 0;
@@ -136,10 +132,6 @@ impl Ctx<'_> {
                 una: psn,
                 max_psn: psn,
                 sent_psn: psn,
-                max_first: psn,
-                sent_first: psn,
-                heard: psn,
-                resent_until: psn,
                 ..Req::default()
             };
             self.inner.req.retry_left = self.inner.attrs.retry_cnt;

@@ -235,17 +235,6 @@ pub(crate) struct Req {
     /// ([`TransportState::requests_taken`]): the requests that may be on
     /// their way to the peer are those from `una` up to it.
     sent_psn: u32,
-    /// The first PSN of the newest request packet built (the one ending
-    /// at `max_psn`), and of the newest taken to be sent.
-    max_first: u32,
-    sent_first: u32,
-    /// Every request below this PSN is known to have reached the
-    /// responder (`engine::rc::requester::requests_in_flight`).
-    heard: u32,
-    /// `max_psn` at the last rewind for retransmission: requests below it
-    /// may have two copies on the way, so until `una` reaches it what was
-    /// heard proves nothing (`requests_in_flight`).
-    resent_until: u32,
     retry_left: u8,
     rnr_left: u8,
     /// Timer expiries that responses waiting on a receive thread may
