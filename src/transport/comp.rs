@@ -34,10 +34,16 @@ impl Ctx<'_> {
     /// cancel the timer whose expiry alone would end the wait.
     fn progress(&mut self) {
         self.inner.req.rnr_wait = false;
+        self.restart_budgets();
+        self.inner.req.window.on_progress();
+    }
+
+    /// The retry, RNR retry and deferral budgets start over: at forward
+    /// progress, and when the QP enters RTS.
+    pub(super) fn restart_budgets(&mut self) {
         self.inner.req.retry_left = self.inner.attrs.retry_cnt;
         self.inner.req.rnr_left = self.inner.attrs.rnr_retry;
         self.inner.req.defers_left = MAX_DEFERS;
-        self.inner.req.window.on_progress();
     }
 
     /// Asks again for the READ/atomic response at `missing`, once until it

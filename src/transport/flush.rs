@@ -9,7 +9,6 @@ use crate::{
     abi,
     completion::{Completion, WcOpcode, WcStatus},
     cq::Kind,
-    engine::rc::completer::MAX_DEFERS,
     rdma::sys,
 };
 
@@ -134,9 +133,7 @@ impl Ctx<'_> {
                 sent_psn: psn,
                 ..Req::default()
             };
-            self.inner.req.retry_left = self.inner.attrs.retry_cnt;
-            self.inner.req.rnr_left = self.inner.attrs.rnr_retry;
-            self.inner.req.defers_left = MAX_DEFERS;
+            self.restart_budgets();
         }
         if new == sys::ib_qp_state_IB_QPS_ERR && old != new {
             self.enter_error();
