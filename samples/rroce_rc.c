@@ -121,6 +121,9 @@ static struct ibv_qp *qp_create(struct side *s, struct ibv_cq *scq)
 	return ibv_create_qp(s->pd, &ia);
 }
 
+/* max_rd_atomic of the QPs qp_connect() moves to RTS. */
+static int rd_atomic = 16;
+
 /* RESET -> INIT -> RTR -> RTS towards @peer's QP @rqp on @peer's GID. */
 static int qp_connect(struct ibv_qp *qp, struct side *self, struct side *peer, struct ibv_qp *rqp,
 		      int rnr_retry, int retry)
@@ -156,7 +159,7 @@ static int qp_connect(struct ibv_qp *qp, struct side *self, struct side *peer, s
 	a.retry_cnt = retry;
 	a.rnr_retry = rnr_retry;
 	a.sq_psn = 0x123456 ^ qp->qp_num;
-	a.max_rd_atomic = 16;
+	a.max_rd_atomic = rd_atomic;
 	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
 					    IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
 }
@@ -440,6 +443,56 @@ static int fresh_pair(struct ibv_qp **qa, struct ibv_qp **qb, int rnr_retry, str
 
 	return !*qa || !*qb || qp_connect(*qa, &A, &B, *qb, rnr_retry, retry) ||
 	       qp_connect(*qb, &B, &A, *qa, rnr_retry, retry);
+}
+
+/*
+ * Large READs, several at once: the requester asks for a READ in parts of
+ * 64 packets, each part a READ request of its own counted against
+ * max_rd_atomic, so 4 READs of 1 MiB less 1000 bytes (16 parts each, the
+ * last short) are 64 requests through 16 slots, and through 1 slot on a
+ * QP with max_rd_atomic 1 (where a retried part must not wait for
+ * itself). Every byte lands where it belongs, in order of completion.
+ */
+static void test_read_parts(void)
+{
+	const uint32_t n = 1024 * 1024 - 1000;
+	const int rds[] = { 16, 1 };
+
+	for (size_t t = 0; t < sizeof(rds) / sizeof(rds[0]); t++) {
+		struct ibv_qp *qa, *qb;
+		struct ibv_wc wc[4];
+		int ok = 1, got = 0;
+
+		rd_atomic = rds[t];
+		int bad = fresh_pair(&qa, &qb, 7, NULL);
+
+		rd_atomic = 16;
+		if (bad) {
+			CHECK(0, "READ in parts, max_rd_atomic %d: connect", rds[t]);
+			destroy_pair(qa, qb);
+			continue;
+		}
+		/* B's first MiB, 4 READs into A's 4 MiB, each from its own offset. */
+		fill(B.buf, BUF_SIZE, 40 + t);
+		memset(A.buf, 0, BUF_SIZE);
+		for (int i = 0; i < 4; i++)
+			ok &= !post_send(&A, qa, 80 + i, IBV_WR_RDMA_READ, i * 1024 * 1024, n,
+					 IBV_SEND_SIGNALED, (uintptr_t)B.buf + i * 1000, B.mr->rkey);
+		got = ok ? poll_n(A.scq, wc, 4) : 0;
+		for (int i = 0; i < got; i++)
+			ok &= wc[i].status == IBV_WC_SUCCESS && wc[i].wr_id == (uint64_t)(80 + i) &&
+			      wc[i].opcode == IBV_WC_RDMA_READ && wc[i].byte_len == n;
+		CHECK(ok && got == 4, "4 READs of %u bytes, max_rd_atomic %d: in-order completions (%s)",
+		      n, rds[t], got ? ibv_wc_status_str(wc[got - 1].status) : "no completion");
+		int intact = 1;
+
+		for (int i = 0; i < 4; i++)
+			intact &= !memcmp(A.buf + i * 1024 * 1024, B.buf + i * 1000, n) &&
+				  A.buf[i * 1024 * 1024 + n] == 0;
+		CHECK(intact, "4 READs of %u bytes, max_rd_atomic %d: data intact, nothing past the end",
+		      n, rds[t]);
+		destroy_pair(qa, qb);
+	}
 }
 
 /*
@@ -1156,7 +1209,8 @@ static const struct {
 	void (*run)(void);
 } tests[] = {
 	{ "send_sizes", test_send_sizes }, { "inline", test_inline },
-	{ "write_read", test_write_read }, { "query_psns", test_query_psns },
+	{ "write_read", test_write_read }, { "read_parts", test_read_parts },
+	{ "query_psns", test_query_psns },
 	{ "atomics", test_atomics },
 	{ "atomic_write", test_atomic_write }, { "srq", test_srq },
 	{ "mw", test_mw }, { "odp", test_odp }, { "odp_slow", test_odp_slow },
@@ -1213,6 +1267,8 @@ int main(int argc, char **argv)
 	test_send_sizes();
 	test_inline();
 	test_write_read();
+	test_read_parts();
+	drain_cqs();
 	test_query_psns();
 	test_atomics();
 	test_atomic_write();

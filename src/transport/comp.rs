@@ -19,6 +19,7 @@ use crate::{
                 self, response_in_range, response_limit, skip_ahead, AckClass, RemoteError,
                 TimerAction, TimerState, MAX_DEFERS,
             },
+            requester,
         },
         wire::{self, OpKind, Position, Syndrome},
     },
@@ -167,6 +168,14 @@ impl Ctx<'_> {
             super::bump(&mut self.inner.req.ev.stale);
             return;
         }
+        // What this response says reached the responder: up to its PSN
+        // (below it for a sequence NAK).
+        let below = match (info.kind, pkt.headers().aeth) {
+            (OpKind::Acknowledge, Some(a)) if matches!(a.syndrome, Syndrome::Nak(_)) => psn,
+            _ => psn.next(),
+        };
+        let r = &mut self.inner.req;
+        r.heard = requester::heard_after(Psn::new(r.heard), below).get();
         match info.kind {
             OpKind::Acknowledge => {
                 let Some(aeth) = pkt.headers().aeth else {
@@ -323,11 +332,14 @@ impl Ctx<'_> {
         let expect = (op.len - off.min(op.len)).min(mtu) as usize;
         let pos = pkt.info().position;
         let last = idx + 1 == op.npkts;
-        // A READ resumed after a loss is a new response message starting
-        // at the resumption PSN, so First/Only may appear at any index.
+        // Each part of the READ is a response message of its own
+        // (`engine::rc::requester`), and a READ resumed after a loss is one
+        // starting at the resumption PSN: First/Only may appear at any
+        // index, Last/Only exactly where a part ends.
+        let part_end = requester::ends_part(op.npkts, idx);
         let pos_ok = match pos {
-            Position::Only | Position::Last => last,
-            Position::First | Position::Middle => !last,
+            Position::Only | Position::Last => part_end,
+            Position::First | Position::Middle => !part_end,
         };
         if !pos_ok || data.len() != expect {
             return self.fail_head(WcStatus::BadRespErr);

@@ -64,6 +64,9 @@ impl Ctx<'_> {
         r.una = r.psn;
         r.max_psn = r.psn;
         r.sent_psn = r.psn;
+        r.max_first = r.psn;
+        r.sent_first = r.psn;
+        r.heard = r.psn;
         r.cur = 0;
         r.cur_off = 0;
         r.max_cur = 0;
@@ -131,6 +134,9 @@ impl Ctx<'_> {
                 una: psn,
                 max_psn: psn,
                 sent_psn: psn,
+                max_first: psn,
+                sent_first: psn,
+                heard: psn,
                 ..Req::default()
             };
             self.restart_budgets();

@@ -235,6 +235,13 @@ pub(crate) struct Req {
     /// ([`TransportState::requests_taken`]): the requests that may be on
     /// their way to the peer are those from `una` up to it.
     sent_psn: u32,
+    /// The first PSN of the newest request packet built (the one ending
+    /// at `max_psn`), and of the newest taken to be sent.
+    max_first: u32,
+    sent_first: u32,
+    /// Every request below this PSN is known to have reached the
+    /// responder (`engine::rc::requester::requests_in_flight`).
+    heard: u32,
     retry_left: u8,
     rnr_left: u8,
     /// Timer expiries that responses waiting on a receive thread may

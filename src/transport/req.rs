@@ -16,7 +16,10 @@ use crate::{
     counters::Counter,
     engine::{
         psn::Psn,
-        rc::completer::{rewind_target, Rewind, SentWqe},
+        rc::{
+            completer::{rewind_target, Rewind, SentWqe},
+            requester,
+        },
         wire::{self, AtomicEth, Headers, Ieth, ImmDt, Opcode, Reth},
     },
     mr::AccessError,
@@ -35,12 +38,16 @@ impl Req {
         if Psn::new(self.psn).diff(Psn::new(self.max_psn)) < 0 {
             self.ev.resent = self.ev.resent.wrapping_add(npkts);
         }
+        let first = self.psn;
         self.psn = Psn::new(self.psn).add(npkts).get();
         if done {
             self.cur += 1;
             self.cur_off = 0;
         }
         if Psn::new(self.psn).diff(Psn::new(self.max_psn)) >= 0 {
+            if npkts > 0 {
+                self.max_first = first;
+            }
             self.max_psn = self.psn;
             self.max_cur = self.cur;
             self.max_cur_off = self.cur_off;
@@ -215,13 +222,28 @@ impl Ctx<'_> {
         (r.max_cur + u32::from(r.max_cur_off > 0)).min(r.fetched)
     }
 
+    /// READ and atomic requests sent before the send position (`cur`,
+    /// `cur_off`) still owed a response: what counts against
+    /// `max_rd_atomic` (a READ in parts, `engine::rc::requester`, counts
+    /// each part). WQEs from the send position on are not counted: after a
+    /// rewind they are asked for again, and counting them would make a
+    /// retried READ wait for its own response.
     fn outstanding_rd(&self) -> u32 {
-        let mut n = 0;
-        for k in 0..self.started() {
+        let r = &self.inner.req;
+        let mtu = self.mtu().max(1);
+        let mut n: u32 = 0;
+        for k in 0..r.cur.saturating_add(1).min(r.fetched) {
             let op = self.op(k);
-            if op.is_read_or_atomic() && !op.done {
-                n += 1;
+            if !op.is_read_or_atomic() || op.done {
+                continue;
             }
+            let owed = if op.opcode != abi::WR_RDMA_READ {
+                u32::from(k < r.cur)
+            } else {
+                let sent = if k < r.cur { op.npkts } else { r.cur_off / mtu };
+                requester::requests_outstanding(op.npkts, op.rd_pkts, sent)
+            };
+            n = n.saturating_add(owed);
         }
         n
     }
@@ -316,13 +338,15 @@ impl Ctx<'_> {
             if !self.inner.req.window.may_send(psn, una) {
                 break;
             }
+            // Every READ request (each part of a READ) and atomic counts
+            // against `max_rd_atomic`.
+            if op.is_read_or_atomic()
+                && self.outstanding_rd() >= u32::from(self.inner.attrs.max_rd_atomic).max(1)
+            {
+                break;
+            }
             if self.inner.req.cur_off == 0 {
                 if op.flags & SEND_FENCE != 0 && self.outstanding_rd() > 0 {
-                    break;
-                }
-                if op.is_read_or_atomic()
-                    && self.outstanding_rd() >= u32::from(self.inner.attrs.max_rd_atomic).max(1)
-                {
                     break;
                 }
                 let first = Psn::new(self.inner.req.psn);
@@ -451,18 +475,38 @@ impl Ctx<'_> {
     /// Sends the READ request for the rest of READ WQE `op` (from byte
     /// `off`); `false` if it could not be built (memory).
     fn send_read_request(&mut self, op: &SendOp, off: u32, psn: u32) -> bool {
+        let mtu = self.mtu().max(1);
+        let idx = off / mtu;
+        // The part `idx` is in, from `idx` on (`engine::rc::requester`).
+        // (The MTU may have changed since the WQE was cut: at least one
+        // packet, the rest of the WQE.)
+        let n = requester::part_pkts(op.npkts, idx).max(1);
+        let done = idx.saturating_add(n) >= op.npkts;
+        let left = op.len.saturating_sub(off);
+        let len = if done {
+            left
+        } else {
+            left.min(n.saturating_mul(mtu))
+        };
         let mut h = Headers::new(self.bth(Opcode::RcReadRequest, psn));
         h.bth.ack_req = true;
         h.reth = Some(Reth {
             va: op.remote_addr.wrapping_add(u64::from(off)),
             rkey: op.rkey,
-            len: op.len - off,
+            len,
         });
         if !matches!(self.queue(&h, 0, |_, _| Ok(())), Ok(true)) {
             return false;
         }
-        let pkts_left = op.npkts - off / self.mtu();
-        self.inner.req.advance(pkts_left, true);
+        if !done {
+            self.inner.req.cur_off = off.saturating_add(len);
+        }
+        let pkts = if done {
+            op.npkts.saturating_sub(idx).max(1)
+        } else {
+            n
+        };
+        self.inner.req.advance(pkts, done);
         true
     }
 

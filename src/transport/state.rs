@@ -26,7 +26,7 @@ use kernel::prelude::*;
 use super::{Req, Resp, RespQueue, SendOp};
 use crate::{
     ah::AddressVector,
-    engine::{psn::Psn, ring::Consumer},
+    engine::{psn::Psn, rc::requester, ring::Consumer},
     net::skb::Skb,
     rdma::{mmap::QueueBuf, sys},
 };
@@ -237,13 +237,20 @@ impl TransportState {
     /// their way to the peer. Never for UC, whose requests count as
     /// acknowledged once built (`una` runs ahead of `sent_psn`).
     pub(crate) fn requests_in_flight(&self) -> bool {
-        Psn::new(self.req.sent_psn).diff(Psn::new(self.req.una)) > 0
+        let r = &self.req;
+        requester::requests_in_flight(
+            Psn::new(r.una),
+            Psn::new(r.sent_psn),
+            Psn::new(r.sent_first),
+            Psn::new(r.heard),
+        )
     }
 
     /// Every request built so far is being taken from the request lane
     /// to be sent (or was sent before).
     pub(crate) fn requests_taken(&mut self) {
         self.req.sent_psn = self.req.max_psn;
+        self.req.sent_first = self.req.max_first;
     }
 }
 

@@ -14,6 +14,8 @@
 //!   on a lossy path) and when to ask for an ACK.
 //! - [`completer`]: which responses count, what an AETH syndrome asks for,
 //!   the RNR retry budget, the timer, and where go-back-N resumes.
+//! - [`requester`]: a READ is asked for in parts, each a request of its
+//!   own, so a QP is owed a bounded number of response packets.
 //! - [`responder`]: new, duplicate or out-of-sequence request; opcode
 //!   sequence and payload length checks; what a duplicate is answered with,
 //!   the remembered READ/atomic requests it is replayed from, and the
@@ -24,6 +26,7 @@
 
 pub mod checks;
 pub mod completer;
+pub mod requester;
 pub mod responder;
 pub mod window;
 

@@ -818,3 +818,93 @@ fn uc_requests() {
     assert_eq!(uc_request(p(10), p(10), true, false), UcRequest::Drop);
     assert_eq!(uc_request(p(10), p(10), true, true), UcRequest::Resync);
 }
+
+// ---- requester: READ in parts ----------------------------------------------
+
+#[test]
+fn read_parts_end_at_aligned_psns() {
+    use super::requester::{ends_part, part_pkts, READ_PART};
+    // A READ no longer than one part is one request.
+    assert_eq!(part_pkts(1, 0), 1);
+    assert_eq!(part_pkts(READ_PART, 0), READ_PART);
+    assert!(ends_part(READ_PART, READ_PART - 1));
+    assert!(!ends_part(READ_PART, READ_PART - 2));
+    // 1 MiB at MTU 1024: 16 parts of 64.
+    let n = 1024;
+    let mut idx = 0;
+    let mut parts = 0;
+    while idx < n {
+        let k = part_pkts(n, idx);
+        assert_eq!(k, READ_PART);
+        assert!(ends_part(n, idx + k - 1));
+        for j in idx..idx + k - 1 {
+            assert!(!ends_part(n, j));
+        }
+        idx += k;
+        parts += 1;
+    }
+    assert_eq!(parts, 16);
+    // A short last part.
+    assert_eq!(part_pkts(100, 64), 36);
+    assert!(ends_part(100, 99));
+    assert!(!ends_part(100, 98));
+    // A retry resumes mid-part and asks up to the same part end.
+    assert_eq!(part_pkts(1024, 70), 58);
+    assert_eq!(part_pkts(100, 90), 10);
+    // Past the WQE: nothing.
+    assert_eq!(part_pkts(100, 100), 0);
+    assert!(!ends_part(100, 100));
+    assert!(!ends_part(0, 0));
+    // No overflow at the top of the range.
+    assert!(ends_part(u32::MAX, u32::MAX - 1));
+    assert_eq!(part_pkts(u32::MAX, u32::MAX - 1), 1);
+}
+
+#[test]
+fn read_parts_outstanding() {
+    use super::requester::{requests_outstanding, READ_PART};
+    // Nothing sent, or everything sent answered: none.
+    assert_eq!(requests_outstanding(1024, 0, 0), 0);
+    assert_eq!(requests_outstanding(1024, 1024, 1024), 0);
+    // One part sent, none of it answered; half answered: still one.
+    assert_eq!(requests_outstanding(1024, 0, READ_PART), 1);
+    assert_eq!(requests_outstanding(1024, READ_PART / 2, READ_PART), 1);
+    // Part answered in full: none left.
+    assert_eq!(requests_outstanding(1024, READ_PART, READ_PART), 0);
+    // Three parts sent, the first half answered: three.
+    assert_eq!(requests_outstanding(1024, 10, 3 * READ_PART), 3);
+    // Whole WQE sent: every part not answered in full.
+    assert_eq!(requests_outstanding(1024, 0, 1024), 16);
+    assert_eq!(requests_outstanding(1024, 1000, 1024), 1);
+    // A short READ: one request.
+    assert_eq!(requests_outstanding(1, 0, 1), 1);
+    assert_eq!(requests_outstanding(100, 64, 100), 1);
+    // A retry resumed at the first missing packet: nothing counted for
+    // the part it asks for again until it is sent.
+    assert_eq!(requests_outstanding(1024, 70, 70), 0);
+    assert_eq!(requests_outstanding(1024, 70, 128), 1);
+    // `sent` beyond the WQE is clamped.
+    assert_eq!(requests_outstanding(100, 0, 500), 2);
+}
+
+#[test]
+fn requests_in_flight_until_the_newest_is_heard_of() {
+    use super::requester::{heard_after, requests_in_flight};
+    let base = PSN_MASK - 100; // across the wrap
+    let q = |d: u32| Psn::new(base).add(d);
+    // Nothing unacknowledged: nothing in flight, whatever was heard.
+    assert!(!requests_in_flight(q(10), q(10), q(9), q(0)));
+    // A WRITE stream: the newest packet (PSN 19) is heard of only by an
+    // ACK at 19 (heard 20); an ACK at 18 leaves it possibly queued.
+    assert!(requests_in_flight(q(10), q(20), q(19), q(19)));
+    assert!(!requests_in_flight(q(20), q(20), q(19), q(20)));
+    // A READ stream: una far behind (responses owed), but the newest
+    // part's request (first PSN 128) was answered once: none queued.
+    assert!(requests_in_flight(q(100), q(192), q(128), q(128)));
+    assert!(!requests_in_flight(q(100), q(192), q(128), q(129)));
+    assert!(!requests_in_flight(q(129), q(192), q(128), q(129)));
+    // heard only moves forward, across the wrap too.
+    assert_eq!(heard_after(q(50), q(60)), q(60));
+    assert_eq!(heard_after(q(60), q(50)), q(60));
+    assert_eq!(heard_after(q(90), q(130)), q(130));
+}
