@@ -170,15 +170,19 @@ impl Ctx<'_> {
         }
         // What this response says reached the responder: up to its PSN
         // (below it for a sequence NAK).
-        let below = match (info.kind, pkt.headers().aeth) {
+        let aeth = pkt.headers().aeth;
+        let below = match (info.kind, aeth) {
             (OpKind::Acknowledge, Some(a)) if matches!(a.syndrome, Syndrome::Nak(_)) => psn,
             _ => psn.next(),
         };
         let r = &mut self.inner.req;
         r.heard = requester::heard_after(Psn::new(r.heard), below).get();
+        // Once acknowledged, a rewind's bound follows `una`, so that it
+        // stays within half the PSN space of it.
+        r.resent_until = requester::heard_after(Psn::new(r.resent_until), Psn::new(r.una)).get();
         match info.kind {
             OpKind::Acknowledge => {
-                let Some(aeth) = pkt.headers().aeth else {
+                let Some(aeth) = aeth else {
                     return;
                 };
                 if !self.on_ack(psn, aeth.syndrome) {

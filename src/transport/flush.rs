@@ -67,6 +67,7 @@ impl Ctx<'_> {
         r.max_first = r.psn;
         r.sent_first = r.psn;
         r.heard = r.psn;
+        r.resent_until = r.psn;
         r.cur = 0;
         r.cur_off = 0;
         r.max_cur = 0;
@@ -137,6 +138,7 @@ impl Ctx<'_> {
                 max_first: psn,
                 sent_first: psn,
                 heard: psn,
+                resent_until: psn,
                 ..Req::default()
             };
             self.restart_budgets();

@@ -242,6 +242,10 @@ pub(crate) struct Req {
     /// Every request below this PSN is known to have reached the
     /// responder (`engine::rc::requester::requests_in_flight`).
     heard: u32,
+    /// `max_psn` at the last rewind for retransmission: requests below it
+    /// may have two copies on the way, so until `una` reaches it what was
+    /// heard proves nothing (`requests_in_flight`).
+    resent_until: u32,
     retry_left: u8,
     rnr_left: u8,
     /// Timer expiries that responses waiting on a receive thread may

@@ -339,16 +339,21 @@ impl Ctx<'_> {
                 break;
             }
             // Every READ request (each part of a READ) and atomic counts
-            // against `max_rd_atomic`.
-            if op.is_read_or_atomic()
-                && self.outstanding_rd() >= u32::from(self.inner.attrs.max_rd_atomic).max(1)
-            {
+            // against `max_rd_atomic`; a fenced WQE waits for all of them.
+            // (One walk of the WQEs for both.)
+            let fenced = self.inner.req.cur_off == 0 && op.flags & SEND_FENCE != 0;
+            let rd = if op.is_read_or_atomic() || fenced {
+                self.outstanding_rd()
+            } else {
+                0
+            };
+            if op.is_read_or_atomic() && rd >= u32::from(self.inner.attrs.max_rd_atomic).max(1) {
+                break;
+            }
+            if fenced && rd > 0 {
                 break;
             }
             if self.inner.req.cur_off == 0 {
-                if op.flags & SEND_FENCE != 0 && self.outstanding_rd() > 0 {
-                    break;
-                }
                 let first = Psn::new(self.inner.req.psn);
                 op.first_psn = first.get();
                 op.npkts = match op.opcode {
@@ -501,12 +506,9 @@ impl Ctx<'_> {
         if !done {
             self.inner.req.cur_off = off.saturating_add(len);
         }
-        let pkts = if done {
-            op.npkts.saturating_sub(idx).max(1)
-        } else {
-            n
-        };
-        self.inner.req.advance(pkts, done);
+        // Done or not, the request covers `n` PSNs: a last part is the
+        // rest of the WQE (`part_pkts`), past it one.
+        self.inner.req.advance(n, done);
         true
     }
 
@@ -568,6 +570,10 @@ impl Ctx<'_> {
                 self.inner.req.cur_off = idx * self.mtu();
                 self.inner.req.psn = psn.get();
                 self.inner.req.noack = 0;
+                // Requests up to `max_psn` may now be on their way twice,
+                // the copy sent before and the one sent again:
+                // `engine::rc::requester::requests_in_flight`.
+                self.inner.req.resent_until = self.inner.req.max_psn;
                 let mut op = self.op(k);
                 if op.opcode == abi::WR_RDMA_READ {
                     op.rd_pkts = idx;

@@ -243,6 +243,7 @@ impl TransportState {
             Psn::new(r.sent_psn),
             Psn::new(r.sent_first),
             Psn::new(r.heard),
+            Psn::new(r.resent_until),
         )
     }
 

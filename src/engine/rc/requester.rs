@@ -91,8 +91,20 @@ pub const fn requests_outstanding(npkts: u32, answered: u32, sent: u32) -> u32 {
 /// queue, in order, so the newest heard of means every earlier one
 /// arrived too. (A READ stream keeps `una` behind `sent` all the time,
 /// but each part's request is heard of once its first response comes.)
-pub const fn requests_in_flight(una: Psn, sent: Psn, sent_first: Psn, heard: Psn) -> bool {
-    sent.diff(una) > 0 && heard.diff(sent_first) <= 0
+///
+/// After a rewind for retransmission that order no longer holds by PSN:
+/// requests below `resent_until` (the highest PSN sent when the QP last
+/// went back) were sent twice, and a response to a copy sent before the
+/// rewind says nothing of the copies sent after it. Until `una` reaches
+/// `resent_until`, only "nothing unacknowledged" ends the flight.
+pub const fn requests_in_flight(
+    una: Psn,
+    sent: Psn,
+    sent_first: Psn,
+    heard: Psn,
+    resent_until: Psn,
+) -> bool {
+    sent.diff(una) > 0 && (una.diff(resent_until) < 0 || heard.diff(sent_first) <= 0)
 }
 
 /// `heard` after a response at `psn` that says the requests below

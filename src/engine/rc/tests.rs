@@ -892,17 +892,30 @@ fn requests_in_flight_until_the_newest_is_heard_of() {
     use super::requester::{heard_after, requests_in_flight};
     let base = PSN_MASK - 100; // across the wrap
     let q = |d: u32| Psn::new(base).add(d);
+    // No rewind since the start (`resent_until` at the first PSN).
+    let f = |una, sent, first, heard| requests_in_flight(una, sent, first, heard, q(0));
     // Nothing unacknowledged: nothing in flight, whatever was heard.
-    assert!(!requests_in_flight(q(10), q(10), q(9), q(0)));
+    assert!(!f(q(10), q(10), q(9), q(0)));
     // A WRITE stream: the newest packet (PSN 19) is heard of only by an
     // ACK at 19 (heard 20); an ACK at 18 leaves it possibly queued.
-    assert!(requests_in_flight(q(10), q(20), q(19), q(19)));
-    assert!(!requests_in_flight(q(20), q(20), q(19), q(20)));
+    assert!(f(q(10), q(20), q(19), q(19)));
+    assert!(!f(q(20), q(20), q(19), q(20)));
     // A READ stream: una far behind (responses owed), but the newest
     // part's request (first PSN 128) was answered once: none queued.
-    assert!(requests_in_flight(q(100), q(192), q(128), q(128)));
-    assert!(!requests_in_flight(q(100), q(192), q(128), q(129)));
-    assert!(!requests_in_flight(q(129), q(192), q(128), q(129)));
+    assert!(f(q(100), q(192), q(128), q(128)));
+    assert!(!f(q(100), q(192), q(128), q(129)));
+    assert!(!f(q(129), q(192), q(128), q(129)));
+    // A rewind to 64 with 192 sent: the part at 64 is sent again. A
+    // response to the part at 128 sent before the rewind (heard 129)
+    // says nothing of the new copy of 64, still maybe queued.
+    assert!(requests_in_flight(q(64), q(192), q(128), q(129), q(192)));
+    assert!(requests_in_flight(q(191), q(192), q(128), q(192), q(192)));
+    // Once una reaches what was sent before the rewind, the rule is
+    // back: newer requests heard of end the flight.
+    assert!(!requests_in_flight(q(192), q(256), q(192), q(193), q(192)));
+    assert!(requests_in_flight(q(192), q(256), q(192), q(192), q(192)));
+    // Nothing unacknowledged ends it whatever the rewind.
+    assert!(!requests_in_flight(q(192), q(192), q(128), q(129), q(500)));
     // heard only moves forward, across the wrap too.
     assert_eq!(heard_after(q(50), q(60)), q(60));
     assert_eq!(heard_after(q(60), q(50)), q(60));
