@@ -116,3 +116,109 @@ pub const fn heard_after(heard: Psn, below: Psn) -> Psn {
         heard
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::engine::psn::{Psn, PSN_MASK};
+
+    #[test]
+    fn read_parts_end_at_aligned_psns() {
+        use super::{ends_part, part_pkts, READ_PART};
+        // A READ no longer than one part is one request.
+        assert_eq!(part_pkts(1, 0), 1);
+        assert_eq!(part_pkts(READ_PART, 0), READ_PART);
+        assert!(ends_part(READ_PART, READ_PART - 1));
+        assert!(!ends_part(READ_PART, READ_PART - 2));
+        // 1 MiB at MTU 1024: 16 parts of 64.
+        let n = 1024;
+        let mut idx = 0;
+        let mut parts = 0;
+        while idx < n {
+            let k = part_pkts(n, idx);
+            assert_eq!(k, READ_PART);
+            assert!(ends_part(n, idx + k - 1));
+            for j in idx..idx + k - 1 {
+                assert!(!ends_part(n, j));
+            }
+            idx += k;
+            parts += 1;
+        }
+        assert_eq!(parts, 16);
+        // A short last part.
+        assert_eq!(part_pkts(100, 64), 36);
+        assert!(ends_part(100, 99));
+        assert!(!ends_part(100, 98));
+        // A retry resumes mid-part and asks up to the same part end.
+        assert_eq!(part_pkts(1024, 70), 58);
+        assert_eq!(part_pkts(100, 90), 10);
+        // Past the WQE: nothing.
+        assert_eq!(part_pkts(100, 100), 0);
+        assert!(!ends_part(100, 100));
+        assert!(!ends_part(0, 0));
+        // No overflow at the top of the range.
+        assert!(ends_part(u32::MAX, u32::MAX - 1));
+        assert_eq!(part_pkts(u32::MAX, u32::MAX - 1), 1);
+    }
+
+    #[test]
+    fn read_parts_outstanding() {
+        use super::{requests_outstanding, READ_PART};
+        // Nothing sent, or everything sent answered: none.
+        assert_eq!(requests_outstanding(1024, 0, 0), 0);
+        assert_eq!(requests_outstanding(1024, 1024, 1024), 0);
+        // One part sent, none of it answered; half answered: still one.
+        assert_eq!(requests_outstanding(1024, 0, READ_PART), 1);
+        assert_eq!(requests_outstanding(1024, READ_PART / 2, READ_PART), 1);
+        // Part answered in full: none left.
+        assert_eq!(requests_outstanding(1024, READ_PART, READ_PART), 0);
+        // Three parts sent, the first half answered: three.
+        assert_eq!(requests_outstanding(1024, 10, 3 * READ_PART), 3);
+        // Whole WQE sent: every part not answered in full.
+        assert_eq!(requests_outstanding(1024, 0, 1024), 16);
+        assert_eq!(requests_outstanding(1024, 1000, 1024), 1);
+        // A short READ: one request.
+        assert_eq!(requests_outstanding(1, 0, 1), 1);
+        assert_eq!(requests_outstanding(100, 64, 100), 1);
+        // A retry resumed at the first missing packet: nothing counted for
+        // the part it asks for again until it is sent.
+        assert_eq!(requests_outstanding(1024, 70, 70), 0);
+        assert_eq!(requests_outstanding(1024, 70, 128), 1);
+        // `sent` beyond the WQE is clamped.
+        assert_eq!(requests_outstanding(100, 0, 500), 2);
+    }
+
+    #[test]
+    fn requests_in_flight_until_the_newest_is_heard_of() {
+        use super::{heard_after, requests_in_flight};
+        let base = PSN_MASK - 100; // across the wrap
+        let q = |d: u32| Psn::new(base).add(d);
+        // No rewind since the start (`resent_until` at the first PSN).
+        let f = |una, sent, first, heard| requests_in_flight(una, sent, first, heard, q(0));
+        // Nothing unacknowledged: nothing in flight, whatever was heard.
+        assert!(!f(q(10), q(10), q(9), q(0)));
+        // A WRITE stream: the newest packet (PSN 19) is heard of only by an
+        // ACK at 19 (heard 20); an ACK at 18 leaves it possibly queued.
+        assert!(f(q(10), q(20), q(19), q(19)));
+        assert!(!f(q(20), q(20), q(19), q(20)));
+        // A READ stream: una far behind (responses owed), but the newest
+        // part's request (first PSN 128) was answered once: none queued.
+        assert!(f(q(100), q(192), q(128), q(128)));
+        assert!(!f(q(100), q(192), q(128), q(129)));
+        assert!(!f(q(129), q(192), q(128), q(129)));
+        // A rewind to 64 with 192 sent: the part at 64 is sent again. A
+        // response to the part at 128 sent before the rewind (heard 129)
+        // says nothing of the new copy of 64, still maybe queued.
+        assert!(requests_in_flight(q(64), q(192), q(128), q(129), q(192)));
+        assert!(requests_in_flight(q(191), q(192), q(128), q(192), q(192)));
+        // Once una reaches what was sent before the rewind, the rule is
+        // back: newer requests heard of end the flight.
+        assert!(!requests_in_flight(q(192), q(256), q(192), q(193), q(192)));
+        assert!(requests_in_flight(q(192), q(256), q(192), q(192), q(192)));
+        // Nothing unacknowledged ends it whatever the rewind.
+        assert!(!requests_in_flight(q(192), q(192), q(128), q(129), q(500)));
+        // heard only moves forward, across the wrap too.
+        assert_eq!(heard_after(q(50), q(60)), q(60));
+        assert_eq!(heard_after(q(60), q(50)), q(60));
+        assert_eq!(heard_after(q(90), q(130)), q(130));
+    }
+}
