@@ -313,18 +313,25 @@ pub(crate) fn reset_quiesces_qp() -> Result<(), &'static str> {
         return Err("posting the long READ failed");
     }
     let mut tries = 0;
-    // Held, with responses built behind the gate (freed by the RESET).
-    while !st_b.tx_held() || st_b.packets_waiting() == 0 {
+    // Held, with responses built behind the gate (freed by the RESET),
+    // and more owed than the gate's queue holds. A asks for the READ in
+    // parts of 64 PSNs (`engine::rc::requester`), the next ones as the
+    // earlier ones' responses arrive: B, held after 1000 packets, queues
+    // the rest of the part at 960 behind the gate at once, but is owed
+    // more (parts at 1024 and 1088, beyond the 64 packets it queues) only
+    // once A has taken those 1000 responses and asked; until then it is
+    // not yet answering anything it has not built.
+    while !st_b.tx_held() || st_b.packets_waiting() == 0 || !st_b.responding() {
         tries += 1;
         if tries > 1000 {
             st_b.open_tx();
-            return Err("B did not send the READ's first responses");
+            return Err(if !st_b.tx_held() || st_b.packets_waiting() == 0 {
+                "B did not send the READ's first responses"
+            } else {
+                "B held its transmit but is not answering the READ"
+            });
         }
         fsleep(Delta::from_millis(10));
-    }
-    if !st_b.responding() {
-        st_b.open_tx();
-        return Err("B held its transmit but is not answering the READ");
     }
     // The responses held back are freed by the RESET, after the QP's
     // lock is let go: none with interrupts off.
