@@ -26,7 +26,7 @@ use crate::{
     engine::handover::Role,
     net::skb::Skb,
     rdma::sys,
-    transport::{self, Lane},
+    transport::{self, Lane, RESP_QUANTUM},
 };
 
 /// Creates the QP's timer and initializes its work item.
@@ -237,17 +237,41 @@ impl QpState {
                 Flushed::Stop => return,
             }
         }
-        let more_work = {
+        let (responses, more_work) = {
             let inner = self.inner.lock();
-            !inner.t.resp_q.is_empty() || self.fetch_left(&inner) || inner.t.odp_pending()
+            let odp = inner.t.odp_pending();
+            (
+                !inner.t.resp_q.is_empty() && !odp,
+                self.fetch_left(&inner) || odp,
+            )
         };
-        // Packets left for lack of budget, READ responses still to build,
-        // WQEs still to fetch: the work item does it.
+        if responses {
+            self.continue_responses();
+        }
+        // Packets left for lack of budget, WQEs still to fetch, ODP pages
+        // to fault in: the work item does it.
         if deferred || more_work {
             // SAFETY: initialized at create; cancelled before the state is
             // freed.
             unsafe { sys::rroce_helper_queue_work(self.tx_work.get()) };
         }
+    }
+
+    /// READ responses are still to be built: a pass of [`RESP_QUANTUM`]
+    /// more is kicked to the back of this CPU's receive thread's list
+    /// ([`kicked`]), which kicks the next one again while any are left.
+    /// Every QP streaming responses from a CPU then takes its turn with
+    /// the packets received there, a quantum at a time, and a READ asked
+    /// for behind them waits for one round, not for their whole READs:
+    /// left to the work item, the bulk of a stream ran at normal priority
+    /// while the receive threads (real-time) took each request's first
+    /// responses, and the READs of a QP whose responses went that way
+    /// could wait past the peer's retransmission timeout. (Without receive
+    /// threads, [`Self::kick_home`] queues the work item on this CPU.)
+    fn continue_responses(&self) {
+        // SAFETY: plain query of the current CPU; any CPU will do.
+        let cpu = unsafe { sys::rroce_helper_smp_processor_id() };
+        self.kick_home(cpu);
     }
 
     /// [`Self::flush_tx`] for one lane: sends its queue until it is empty
@@ -677,7 +701,11 @@ fn tx_pass(state: &QpState, may_sleep: bool) {
         }
         let pending = inner.t.send_pending();
         let mut ctx = state.ctx(&mut inner, &guard);
-        ctx.pump_responses(WORK_RESP_BURST);
+        ctx.pump_responses(if may_sleep {
+            WORK_RESP_BURST
+        } else {
+            RESP_QUANTUM
+        });
         if state.is_ud() {
             // A kernel consumer's WQEs were all built during its post.
             if !state.fixed.kernel {
@@ -693,11 +721,11 @@ fn tx_pass(state: &QpState, may_sleep: bool) {
     }
     state.send_datagrams(datagrams);
     state.flush_tx();
+    // READ responses still to build were kicked on by the flush.
     let more = {
         let inner = state.inner.lock();
         ud_more
             || inner.t.odp_pending()
-            || !inner.t.resp_q.is_empty()
             || !inner.t.tx_empty()
             || !inner.ud_tx.is_empty()
             || state.fetch_left(&inner)
@@ -709,7 +737,8 @@ fn tx_pass(state: &QpState, may_sleep: bool) {
     }
 }
 
-/// READ response packets the work item builds per pass.
+/// READ response packets the work item builds per pass (it runs for ODP
+/// faults; a kicked pass builds [`RESP_QUANTUM`]).
 const WORK_RESP_BURST: u32 = 256;
 
 /// The QP timer's callback (softirq context).

@@ -62,6 +62,7 @@ pub(crate) use odp::OdpWait;
 #[cfg(CONFIG_KUNIT)]
 pub(crate) use resp::queue_selftest;
 pub(crate) use resp::RespQueue;
+pub(crate) use resp::RESP_QUANTUM;
 pub(crate) use state::{Lane, QpAttrs, QpFixed, TransportState};
 pub(crate) use ud::Datagram;
 

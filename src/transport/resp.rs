@@ -32,12 +32,17 @@ pub(crate) use queue::selftest as queue_selftest;
 pub(crate) use queue::RespQueue;
 use queue::{ReadItem, RespItem};
 
-/// READ response packets built per call in softirq context.
-const RESP_BURST: u32 = 64;
+/// READ response packets a QP's responder builds per turn on a receive
+/// thread (or in softirq context): where it takes a READ request, and per
+/// continuation pass after that (`qp::tx`, kicked to the back of the
+/// thread's list each time). A READ request arriving behind other QPs'
+/// streams then waits for at most a quantum per active QP before its own
+/// first responses leave, not for their whole READs.
+pub(crate) const RESP_QUANTUM: u32 = 16;
 
 /// Packets the responder leaves queued for sending per QP: beyond this,
-/// READ responses wait in the response queue (built by the work item once
-/// the QP's packets are sent) instead of piling up as skbs.
+/// READ responses wait in the response queue (built by a continuation pass
+/// once the QP's packets are sent) instead of piling up as skbs.
 const RESP_TX_CAP: usize = 64;
 
 impl Resp {
@@ -150,7 +155,7 @@ impl<'a> Ctx<'a> {
 
     /// Builds up to `budget` queued responses, in order, while fewer than
     /// [`RESP_TX_CAP`] of the QP's responses wait to be sent; the rest stay
-    /// queued for the work item.
+    /// queued for a continuation pass (`QpState::flush_lanes`).
     pub(crate) fn pump_responses(&mut self, mut budget: u32) {
         while budget > 0 && self.inner.lane_packets(Lane::Resp) < RESP_TX_CAP {
             let Some(item) = self.inner.resp_q.front() else {
@@ -717,7 +722,7 @@ impl<'a> Ctx<'a> {
         // A full queue drops the responses; the requester asks again and
         // the duplicate is answered from the remembered request.
         if self.inner.resp_q.push(RespItem::Read(item)) {
-            self.pump_responses(RESP_BURST);
+            self.pump_responses(RESP_QUANTUM);
         }
     }
 
@@ -760,7 +765,7 @@ impl<'a> Ctx<'a> {
         };
         // Still being answered: start again from that PSN.
         if self.inner.resp_q.restart_read(item) || self.inner.resp_q.push(RespItem::Read(item)) {
-            self.pump_responses(RESP_BURST);
+            self.pump_responses(RESP_QUANTUM);
         }
     }
 
