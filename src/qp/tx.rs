@@ -239,17 +239,19 @@ impl QpState {
         }
         let (responses, more_work) = {
             let inner = self.inner.lock();
-            let odp = inner.t.odp_pending();
+            // An ODP fault to take, or memory to wait for, first.
+            let wait = inner.t.odp_pending() || inner.t.resp_q.stalled();
             (
-                !inner.t.resp_q.is_empty() && !odp,
-                self.fetch_left(&inner) || odp,
+                !inner.t.resp_q.is_empty() && !wait,
+                self.fetch_left(&inner) || wait,
             )
         };
         if responses {
             self.continue_responses();
         }
         // Packets left for lack of budget, WQEs still to fetch, ODP pages
-        // to fault in: the work item does it.
+        // to fault in, READ responses that found no memory: the work item
+        // does it.
         if deferred || more_work {
             // SAFETY: initialized at create; cancelled before the state is
             // freed.

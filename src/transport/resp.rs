@@ -157,6 +157,7 @@ impl<'a> Ctx<'a> {
     /// [`RESP_TX_CAP`] of the QP's responses wait to be sent; the rest stay
     /// queued for a continuation pass (`QpState::flush_lanes`).
     pub(crate) fn pump_responses(&mut self, mut budget: u32) {
+        self.inner.resp_q.set_stalled(false);
         while budget > 0 && self.inner.lane_packets(Lane::Resp) < RESP_TX_CAP {
             let Some(item) = self.inner.resp_q.front() else {
                 return;
@@ -171,6 +172,9 @@ impl<'a> Ctx<'a> {
                 },
             };
             if !built {
+                // Not an ODP fault (which waits for the work item): memory.
+                let odp = self.inner.odp_pending();
+                self.inner.resp_q.set_stalled(!odp);
                 return;
             }
             budget -= 1;

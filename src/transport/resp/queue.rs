@@ -75,6 +75,10 @@ pub(crate) struct RespQueue {
     head: usize,
     len: usize,
     pub(super) rd: KVec<RdEntry>,
+    /// The last pump stopped on a response it could not build for want of
+    /// memory (not an ODP fault): its next pass is the work item's, which
+    /// runs at normal priority, rather than a receive thread's.
+    stalled: bool,
 }
 
 impl RespQueue {
@@ -90,7 +94,18 @@ impl RespQueue {
             head: 0,
             len: 0,
             rd,
+            stalled: false,
         })
+    }
+
+    /// Whether the last pump stopped for want of memory.
+    pub(crate) fn stalled(&self) -> bool {
+        self.stalled
+    }
+
+    /// Records whether a pump stopped for want of memory.
+    pub(super) fn set_stalled(&mut self, stalled: bool) {
+        self.stalled = stalled;
     }
 
     /// Drops every queued response.
