@@ -115,6 +115,7 @@ impl RespQueue {
         }
         self.head = 0;
         self.len = 0;
+        self.stalled = false;
     }
 
     fn slot(&mut self, i: usize) -> Option<&mut Option<RespItem>> {
