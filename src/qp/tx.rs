@@ -239,7 +239,8 @@ impl QpState {
         }
         let (responses, more_work) = {
             let inner = self.inner.lock();
-            // An ODP fault to take, or memory to wait for, first.
+            // An ODP fault to take (the transport's, or the one the last
+            // pump stopped on), or memory to wait for, first.
             let wait = inner.t.odp_pending() || inner.t.resp_q.stalled();
             (
                 !inner.t.resp_q.is_empty() && !wait,

@@ -172,9 +172,7 @@ impl<'a> Ctx<'a> {
                 },
             };
             if !built {
-                // Not an ODP fault (which waits for the work item): memory.
-                let odp = self.inner.odp_pending();
-                self.inner.resp_q.set_stalled(!odp);
+                self.inner.resp_q.set_stalled(true);
                 return;
             }
             budget -= 1;

@@ -75,9 +75,10 @@ pub(crate) struct RespQueue {
     head: usize,
     len: usize,
     pub(super) rd: KVec<RdEntry>,
-    /// The last pump stopped on a response it could not build for want of
-    /// memory (not an ODP fault): its next pass is the work item's, which
-    /// runs at normal priority, rather than a receive thread's.
+    /// The last pump stopped on a response it could not build now (no
+    /// memory, or ODP pages to fault in): its next pass is the work
+    /// item's, which runs at normal priority and may sleep, rather than a
+    /// receive thread's.
     stalled: bool,
 }
 
@@ -98,12 +99,12 @@ impl RespQueue {
         })
     }
 
-    /// Whether the last pump stopped for want of memory.
+    /// Whether the last pump stopped on a response it could not build.
     pub(crate) fn stalled(&self) -> bool {
         self.stalled
     }
 
-    /// Records whether a pump stopped for want of memory.
+    /// Records whether a pump stopped on a response it could not build.
     pub(super) fn set_stalled(&mut self, stalled: bool) {
         self.stalled = stalled;
     }
