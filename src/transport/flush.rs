@@ -61,13 +61,7 @@ impl Ctx<'_> {
             true
         });
         let r = &mut self.inner.req;
-        r.una = r.psn;
-        r.max_psn = r.psn;
-        r.sent_psn = r.psn;
-        r.max_first = r.psn;
-        r.sent_first = r.psn;
-        r.heard = r.psn;
-        r.resent_until = r.psn;
+        r.set_psns(r.psn);
         r.cur = 0;
         r.cur_off = 0;
         r.max_cur = 0;
@@ -129,18 +123,9 @@ impl Ctx<'_> {
             };
         }
         if new == sys::ib_qp_state_IB_QPS_RTS && old == sys::ib_qp_state_IB_QPS_RTR {
-            let psn = self.inner.attrs.sq_psn;
-            self.inner.req = Req {
-                psn,
-                una: psn,
-                max_psn: psn,
-                sent_psn: psn,
-                max_first: psn,
-                sent_first: psn,
-                heard: psn,
-                resent_until: psn,
-                ..Req::default()
-            };
+            let mut req = Req::default();
+            req.set_psns(self.inner.attrs.sq_psn);
+            self.inner.req = req;
             self.restart_budgets();
         }
         if new == sys::ib_qp_state_IB_QPS_ERR && old != new {

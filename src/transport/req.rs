@@ -33,6 +33,20 @@ const KNOWN_SEND_FLAGS: u32 =
     SEND_FENCE | SEND_SIGNALED | SEND_SOLICITED | SEND_INLINE | SEND_IP_CSUM;
 
 impl Req {
+    /// Every PSN position at `psn`: nothing built, taken to be sent, heard
+    /// of or sent twice beyond it (a QP entering RTS, a flushed send
+    /// queue).
+    pub(super) fn set_psns(&mut self, psn: u32) {
+        self.psn = psn;
+        self.una = psn;
+        self.max_psn = psn;
+        self.sent_psn = psn;
+        self.max_first = psn;
+        self.sent_first = psn;
+        self.heard = psn;
+        self.resent_until = psn;
+    }
+
     /// Moves the send PSN by `npkts`; `done` ends the current WQE.
     fn advance(&mut self, npkts: u32, done: bool) {
         if Psn::new(self.psn).diff(Psn::new(self.max_psn)) < 0 {
