@@ -100,9 +100,10 @@ if [ "$MODE" = profile ]; then
 	out=$(result_path "profile-$accel")
 	# UML's call chains: a flame graph per driver beside the table.
 	svgs=
-	for d in rroce-send65536 rxe-send65536 rroce-write64 rxe-write64; do
-		[ -s "$RUN/$d.svg" ] || continue
-		cp "$RUN/$d.svg" "${out%.md}-$d.svg"
+	for f in "$RUN"/*.svg; do
+		[ -s "$f" ] || continue
+		d=$(basename "$f" .svg)
+		cp "$f" "${out%.md}-$d.svg"
 		svgs="$svgs ${out%.md}-$d.svg"
 	done
 	{

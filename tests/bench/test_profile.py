@@ -75,8 +75,9 @@ def main():
 
         put("kallsyms", KALLSYMS)
         put("perf.script", SCRIPT)
-        for d, (a, b, bw) in {"rroce-send65536": (100.0, 101.0, "90.5"),
-                              "rxe-send65536": (102.0, 103.0, "39.0")}.items():
+        put("workloads", "send65536|64 KiB ib_send_bw, MTU 1024, 1 QP, 3000 messages\n")
+        for d, (a, b, bw) in {"rroce-send65536": (100.0, 101.0, "90.5 MiB/s"),
+                              "rxe-send65536": (102.0, 103.0, "39.0 MiB/s")}.items():
             put(f"{d}.t0", f"{a}\n")
             put(f"{d}.t1", f"{b}\n")
             put(f"{d}.bw", f"{bw}\n")

@@ -52,11 +52,8 @@ def demangled(names):
 
 
 mods = list(zip(addrs, demangled([n for _, n in mods])))
-# The runs: DRIVER-WORKLOAD (uml-profile.sh), in its order.
-RUNS = {
-    "send65536": "64 KiB ib_send_bw, MTU 1024, 1 QP, 3000 messages",
-    "write64": "64-byte ib_write_bw, MTU 1024, 1 QP, 20000 messages",
-}
+# The runs: DRIVER-WORKLOAD, in uml-profile.sh's order ($RUN/workloads).
+RUNS = dict(l.rstrip("\n").split("|", 1) for l in open(f"{run}/workloads") if "|" in l)
 win = {}
 what = {}
 for w, desc in RUNS.items():
@@ -197,7 +194,7 @@ if chains:
         with open(f"{run}/{d}.svg", "w") as f:
             drv = d.split("-")[0]
             f.write(flamegraph.svg(
-                c, f"{drv}: {what[d]}, User-Mode Linux ({bw} MiB/s)",
+                c, f"{drv}: {what[d]}, User-Mode Linux ({bw})",
                 f"host perf, cpu-clock at 1999 Hz on every host CPU, {tot[d]} samples; "
                 "host: host kernel, uml: UML kernel, rroce: rroce.ko"))
 for d, (a, b) in win.items():
@@ -206,7 +203,7 @@ for d, (a, b) in win.items():
         bw = open(f"{run}/{d}.bw").read().strip()
     except OSError:
         bw = "?"
-    print(f"\n## {d.split('-')[0]}: {what[d]}: {bw} MiB/s, "
+    print(f"\n## {d.split('-')[0]}: {what[d]}: {bw}, "
           f"{b - a:.2f} s, {tot[d]} samples\n")
     print("| where | share |\n|---|---:|")
     for c, k in cat[d].most_common():
