@@ -1110,7 +1110,14 @@ MODULE_PARM_DESC(rx_handover,
 struct rroce_rxq {
 	struct kthread_worker *worker;
 	struct kthread_work work;
-	struct sk_buff_head q;
+	/* Packets queued here, newest first (skb->ll_node): lock-free, since
+	 * every CPU's softirq queues here and the thread takes them all at
+	 * once. The packet that finds the list empty queues the work; until
+	 * the work takes the list, later packets find it non-empty and that
+	 * work still to run. */
+	struct llist_head rx;
+	/* Packets on @rx: at most RROCE_RXQ_MAX. */
+	atomic_t rx_len;
 	/* jiffies when a request was last queued here. */
 	unsigned long last_request;
 	/* QPs whose transmit runs here (rroce_helper_rxq_kick()). */
@@ -1131,16 +1138,34 @@ static struct rroce_rxq __rcu *rroce_rxqs;
 static rroce_rxq_fn rroce_rxq_process;
 static rroce_txq_fn rroce_rxq_transmit;
 
-/* Processes @list's packets, bottom halves disabled, with a chance for
- * softirqs and other threads every RROCE_RXQ_BATCH. */
-static void rroce_rxq_drain(struct sk_buff_head *list)
+/* Takes every packet queued on @rq, oldest first. */
+static struct llist_node *rroce_rxq_take(struct rroce_rxq *rq)
 {
-	struct sk_buff *skb;
+	struct llist_node *first = llist_del_all(&rq->rx);
+	struct llist_node *n;
+	int taken = 0;
+
+	if (!first)
+		return NULL;
+	llist_for_each(n, first)
+		taken++;
+	atomic_sub(taken, &rq->rx_len);
+	return llist_reverse_order(first);
+}
+
+/* Processes the packets from @first on, bottom halves disabled, with a
+ * chance for softirqs and other threads every RROCE_RXQ_BATCH. */
+static void rroce_rxq_drain(struct llist_node *first)
+{
+	struct sk_buff *skb, *next;
 	unsigned int n = 0;
 
 	local_bh_disable();
-	while ((skb = __skb_dequeue(list))) {
+	llist_for_each_entry_safe(skb, next, first, ll_node) {
 		struct rroce_rxq_cb *cb = (struct rroce_rxq_cb *)skb->cb;
+
+		/* ll_node shares skb->next: a packet leaves the list clean. */
+		skb->next = NULL;
 
 		rroce_rxq_process(skb, cb->dev, cb->qp, cb->role);
 		if (++n % RROCE_RXQ_BATCH == 0) {
@@ -1158,15 +1183,9 @@ static void rroce_rxq_drain(struct sk_buff_head *list)
 static void rroce_rxq_work(struct kthread_work *work)
 {
 	struct rroce_rxq *rq = container_of(work, struct rroce_rxq, work);
-	struct sk_buff_head list;
 	struct llist_node *tx, *next;
-	unsigned long flags;
 
-	__skb_queue_head_init(&list);
-	spin_lock_irqsave(&rq->q.lock, flags);
-	skb_queue_splice_init(&rq->q, &list);
-	spin_unlock_irqrestore(&rq->q.lock, flags);
-	rroce_rxq_drain(&list);
+	rroce_rxq_drain(rroce_rxq_take(rq));
 	/* Then the transmits kicked here, in the order they were kicked; one
 	 * may kick itself here again while it runs (next is read first). */
 	tx = llist_reverse_order(llist_del_all(&rq->tx));
@@ -1201,7 +1220,8 @@ int rroce_helper_rxq_start(rroce_rxq_fn fn, rroce_txq_fn tx)
 
 		if (IS_ERR(w))
 			continue;
-		skb_queue_head_init(&qs[cpu].q);
+		init_llist_head(&qs[cpu].rx);
+		atomic_set(&qs[cpu].rx_len, 0);
 		init_llist_head(&qs[cpu].tx);
 		kthread_init_work(&qs[cpu].work, rroce_rxq_work);
 		sched_set_fifo_low(w->task);
@@ -1235,18 +1255,14 @@ void rroce_helper_rxq_stop(void)
 	/* No softirq still queues on the old array. */
 	synchronize_rcu();
 	for_each_possible_cpu(cpu) {
-		struct sk_buff_head left;
-
 		if (!qs[cpu].worker)
 			continue;
 		/* Flushes (every queued packet is processed), then stops. */
 		kthread_destroy_worker(qs[cpu].worker);
 		/* Nothing can be left (nobody queues any more); were anything,
 		 * it holds references that must go the usual way. */
-		__skb_queue_head_init(&left);
-		skb_queue_splice_init(&qs[cpu].q, &left);
-		if (WARN_ON_ONCE(!skb_queue_empty(&left)))
-			rroce_rxq_drain(&left);
+		if (WARN_ON_ONCE(!llist_empty(&qs[cpu].rx)))
+			rroce_rxq_drain(rroce_rxq_take(&qs[cpu]));
 		/* Every QP is gone before the last socket pair. */
 		WARN_ON_ONCE(!llist_empty(&qs[cpu].tx));
 	}
@@ -1367,8 +1383,12 @@ bool rroce_helper_rxq_queue(u32 cpu, struct sk_buff *skb, void *dev, void *qp, u
 	if (!qs || cpu >= nr_cpu_ids)
 		goto out;
 	rq = &qs[cpu];
-	if (!rq->worker || skb_queue_len_lockless(&rq->q) >= RROCE_RXQ_MAX)
+	if (!rq->worker)
 		goto out;
+	if (atomic_inc_return(&rq->rx_len) > RROCE_RXQ_MAX) {
+		atomic_dec(&rq->rx_len);
+		goto out;
+	}
 	/* The route is the receive path's (perhaps not even referenced) and
 	 * the netdev may go before the thread runs: the thread needs
 	 * neither. */
@@ -1379,8 +1399,11 @@ bool rroce_helper_rxq_queue(u32 cpu, struct sk_buff *skb, void *dev, void *qp, u
 	cb->role = role;
 	if (role == 0)
 		WRITE_ONCE(rq->last_request, jiffies);
-	skb_queue_tail(&rq->q, skb);
-	kthread_queue_work(rq->worker, &rq->work);
+	/* Only the packet that finds the list empty queues the work: the
+	 * worker's lock, taken with interrupts off, once per batch instead of
+	 * once per packet. */
+	if (llist_add(&skb->ll_node, &rq->rx))
+		kthread_queue_work(rq->worker, &rq->work);
 	queued = true;
 out:
 	rcu_read_unlock();
