@@ -229,31 +229,66 @@ impl QpState {
         } else {
             TX_BUDGET_PROCESS
         };
+        // One look under the lock first. A lane with nothing queued needs
+        // no pass: whoever queues into it flushes it. When no lane has
+        // anything, what is left for the work item is known from the same
+        // look (anything changed after it is flushed by whoever changed
+        // it, as after the look at the end). A QP's receive path flushes
+        // once per packet, most often with nothing to send: one lock
+        // instead of one per lane and a last one.
+        let (pending, after) = {
+            let inner = self.inner.lock();
+            let pending = lanes
+                .iter()
+                .filter(|&&lane| !inner.t.queue(lane).is_empty())
+                .fold(0u8, |set, &lane| set | lane.bit());
+            (pending, self.left_after_flush(&inner))
+        };
+        if pending == 0 {
+            if !self.tx_held() {
+                self.leave_after_flush(after, false);
+            }
+            return;
+        }
         let mut deferred = false;
         for &lane in lanes {
+            if pending & lane.bit() == 0 {
+                continue;
+            }
             match self.flush_lane(lane, &mut budget) {
                 Flushed::Done => {}
                 Flushed::Budget => deferred = true,
                 Flushed::Stop => return,
             }
         }
-        let (responses, more_work) = {
-            let inner = self.inner.lock();
-            // An ODP fault to take (the transport's, or the one the last
-            // pump stopped on), or memory to wait for, first.
-            let wait = inner.t.odp_pending() || inner.t.resp_q.stalled();
-            (
-                !inner.t.resp_q.is_empty() && !wait,
-                self.fetch_left(&inner) || wait,
-            )
-        };
-        if responses {
+        let after = self.left_after_flush(&self.inner.lock());
+        self.leave_after_flush(after, deferred);
+    }
+
+    /// What a flush leaves to others, read under the QP's lock: READ
+    /// responses for a kicked pass to build, and whether the work item has
+    /// anything to do (WQEs still to fetch, an ODP fault to take, memory
+    /// to wait for).
+    fn left_after_flush(&self, inner: &QpInner) -> AfterFlush {
+        // An ODP fault to take (the transport's, or the one the last pump
+        // stopped on), or memory to wait for, first.
+        let wait = inner.t.odp_pending() || inner.t.resp_q.stalled();
+        AfterFlush {
+            responses: !inner.t.resp_q.is_empty() && !wait,
+            more_work: self.fetch_left(inner) || wait,
+        }
+    }
+
+    /// Hands on what a flush left (`after`, and packets `deferred` for
+    /// lack of budget).
+    fn leave_after_flush(&self, after: AfterFlush, deferred: bool) {
+        if after.responses {
             self.continue_responses();
         }
         // Packets left for lack of budget, WQEs still to fetch, ODP pages
         // to fault in, READ responses that found no memory: the work item
         // does it.
-        if deferred || more_work {
+        if deferred || after.more_work {
             // SAFETY: initialized at create; cancelled before the state is
             // freed.
             unsafe { sys::rroce_helper_queue_work(self.tx_work.get()) };
@@ -345,6 +380,8 @@ impl QpState {
     /// Sends packets of `lane`'s queue while `budget` lasts (the caller
     /// owns the lane's busy flag and disabled preemption); requests from
     /// the CPU the QP's requests last left from while some are in flight.
+    /// [`Left::Nothing`] once what it took is sent: more may have been
+    /// queued meanwhile, which the caller looks for.
     ///
     /// A virtual link (veth, loopback) queues a packet on the backlog of
     /// the CPU that sent it; packets of one QP sent from two CPUs can
@@ -411,7 +448,13 @@ impl QpState {
                     lost = lost.wrapping_add(pkts);
                 }
             }
-            if lost > 0 || !rest.is_empty() {
+            if lost == 0 && rest.is_empty() {
+                // All sent. What others queued meanwhile, the caller sends
+                // after it looked again, having let go of the lane's flag
+                // (it has to look then anyway).
+                return Left::Nothing;
+            }
+            {
                 let mut inner = self.inner.lock();
                 // What went back to the queue was not sent.
                 inner.t.tx_sent = inner.t.tx_sent.wrapping_sub(back);
@@ -457,6 +500,15 @@ impl QpState {
         // freed. A work item already pending elsewhere comes back here.
         unsafe { sys::rroce_helper_queue_work_on(cpu, self.tx_work.get()) };
     }
+}
+
+/// What a flush leaves to others ([`QpState::left_after_flush`]).
+#[derive(Clone, Copy)]
+struct AfterFlush {
+    /// READ responses are still to be built, by a kicked pass.
+    responses: bool,
+    /// The work item has something to do.
+    more_work: bool,
 }
 
 /// How [`QpState::flush_lane`] left its lane.

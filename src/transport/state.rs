@@ -160,6 +160,14 @@ impl Lane {
     /// ACK or a READ response is what the peer waits for).
     pub(crate) const ALL: [Lane; 2] = [Lane::Resp, Lane::Req];
 
+    /// A bit of its own for each lane, for a set of lanes in a `u8`.
+    pub(crate) const fn bit(self) -> u8 {
+        match self {
+            Lane::Req => 1,
+            Lane::Resp => 2,
+        }
+    }
+
     /// The lane of a packet with `opcode`.
     pub(crate) fn of(opcode: crate::engine::wire::Opcode) -> Self {
         match opcode.info().direction {
