@@ -64,10 +64,11 @@ bench:
 	@scripts/bench.sh
 
 # rroce against itself with one boolean module parameter on and off, same
-# boot (tests/bench/ab.sh): make bench-ab PARAM=rx_handover; ROWS=lat for
+# boot (tests/bench/ab.sh): make bench-ab PARAM=rx_handover; or this tree
+# against an earlier commit of it: make bench-ab BASE=HEAD~1; ROWS=lat for
 # the small-message and latency rows only.
 bench-ab:
-	@PARAM=$(PARAM) ROWS=$(ROWS) scripts/bench.sh ab
+	@PARAM=$(PARAM) BASE=$(BASE) ROWS=$(ROWS) scripts/bench.sh ab
 
 # Where the CPU time goes in some of the benchmark's rows (perf in the VM).
 profile:

@@ -5,7 +5,8 @@
   bench-ab.py AB.csv PARAM KERNEL ACCEL
 
 CSV lines: side,test,size,mtu,qps,rep,value (side A: the module parameter
-on, B: off; value in MiB/s or usec).
+on, B: off; value in MiB/s or usec). PARAM "base-COMMIT" (make bench-ab
+BASE=COMMIT): A is this tree's module, B that commit's.
 """
 import csv
 import importlib.util
@@ -31,13 +32,19 @@ def main():
             order.append(key)
         v = None if value in ("", "fail") else float(value)
         runs.setdefault(key, {"A": [], "B": []})[side].append(v)
-    print(f"# rroce A/B: module parameter {param} on (A) and off (B), {accel.upper()}\n")
+    if param.startswith("base-"):
+        commit = param[len("base-"):]
+        print(f"# rroce A/B: this tree (A) against commit {commit} (B), {accel.upper()}\n")
+        cols = ("A: tree", f"B: {commit}")
+    else:
+        print(f"# rroce A/B: module parameter {param} on (A) and off (B), {accel.upper()}\n")
+        cols = ("A: on", "B: off")
     print(f"- kernel: {kernel}; VM acceleration: {accel}")
     print("- same VM boot and topology as `make bench`; runs interleaved A/B; median of "
           "the repetitions and its interquartile range (max - min below 4 runs); "
           "bandwidth in MiB/s, latency the typical (median) in microseconds; "
           "A/B above 1 is better for bandwidth, below 1 for latency\n")
-    print("| row | A: on | B: off | A/B |")
+    print(f"| row | {cols[0]} | {cols[1]} | A/B |")
     print("|---|---|---|---|")
     for key in order:
         test, size, mtu, qps = key

@@ -17,7 +17,9 @@
 # CPU's own speed, not under TCG.
 #
 # `scripts/bench.sh ab` (make bench-ab PARAM=NAME) runs rroce against itself
-# with one boolean module parameter on and off (tests/bench/ab.sh).
+# with one boolean module parameter on and off (tests/bench/ab.sh); with
+# BASE=COMMIT instead (make bench-ab BASE=HEAD~1), this tree's module
+# against that commit's, built the same way, swapped between runs.
 #
 # `scripts/bench.sh profile` (make profile) boots the same kernel and module
 # and writes a profile instead of the table (tests/bench/profile.sh): where
@@ -129,7 +131,20 @@ fi
 if [ "$MODE" = ab ]; then
 	# rroce against itself, one boolean module parameter on and off
 	# (tests/bench/ab.sh): what a datapath step is worth, same boot.
-	[ -n "${PARAM:-}" ] || die "make bench-ab PARAM=NAME: which module parameter"
+	if [ -n "${BASE:-}" ]; then
+		# B is an earlier commit's module, built from that commit's tree
+		# (its own build script) for the same kernel.
+		[ -z "${PARAM:-}" ] || die "make bench-ab: PARAM or BASE, not both"
+		base=$(git rev-parse --verify -q "$BASE^{commit}") || die "BASE=$BASE is not a commit"
+		MB=$RROCE_CACHE/bench-module-base
+		rm -rf "$MB" && mkdir -p "$MB"
+		git archive "$base" | tar -C "$MB" -xf -
+		log "building rroce.ko of $(git log -1 --format='%h (%s)' "$base") in $MB"
+		"$MB/scripts/build-module.sh"
+		export BENCH_AB_MODULE_B=$MB/rroce.ko
+		PARAM=base-$(git rev-parse --short=7 "$base")
+	fi
+	[ -n "${PARAM:-}" ] || die "make bench-ab PARAM=NAME (a module parameter) or BASE=COMMIT"
 	BENCH_AB_PARAM=$PARAM BENCH_AB_ROWS=${ROWS:-all} $RUNNER --timeout "${RROCE_BENCH_TIMEOUT:-3600}" 'bash tests/bench/ab.sh' | tee "$RUN/log"
 	[ -s "$RUN/ab.csv" ] || die "the A/B run produced no results (see $RUN)"
 	accel=$(cat "$RUN/accel" 2>/dev/null || echo unknown)

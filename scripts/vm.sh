@@ -71,6 +71,8 @@ printf '%s\n' "$cmd" >"$RUN/cmd"
 	echo "BENCH_AB_PARAM='${BENCH_AB_PARAM:-}'"
 	# ... and which rows (all, or lat).
 	echo "BENCH_AB_ROWS='${BENCH_AB_ROWS:-}'"
+	# ... or the module it runs against instead (make bench-ab BASE=).
+	echo "BENCH_AB_MODULE_B='${BENCH_AB_MODULE_B:-}'"
 } >"$RUN/env"
 
 accel=(--disable-kvm)

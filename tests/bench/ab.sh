@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 # make bench-ab PARAM=NAME, inside the VM: rroce against itself with one of
-# its boolean module parameters on (A) and off (B), same boot, same
+# its boolean module parameters on (A) and off (B), or (make bench-ab
+# BASE=COMMIT: BENCH_AB_MODULE_B set) this tree's module (A) against an
+# earlier commit's (B), swapped between runs, same boot, same
 # topology as the table (tests/bench/topology.sh), runs interleaved A/B,
 # on the rows where a datapath change shows (bandwidth at 64 KiB and 1 MiB,
 # both MTUs, 1 and 4 QPs; 64-byte WRITE; 2-byte latency; with
@@ -12,18 +14,44 @@ cd "$(dirname "$0")/../.." || exit 1
 . tests/demo/netns.sh
 . tests/bench/topology.sh
 PARAM=${BENCH_AB_PARAM:?which module parameter}
+MODULE_B=${BENCH_AB_MODULE_B:-}
 P=/sys/module/rroce/parameters/$PARAM
-[ -w "$P" ] || { echo "no writable module parameter $PARAM"; exit 1; }
+if [ -n "$MODULE_B" ]; then
+	[ -f "$MODULE_B" ] && [ -f "$RROCE_MODULE" ] || { echo "no module $MODULE_B or $RROCE_MODULE"; exit 1; }
+else
+	[ -w "$P" ] || { echo "no writable module parameter $PARAM"; exit 1; }
+fi
 REPS=${BENCH_REPS:-5}
 OUT=$RROCE_RUN/ab.csv
 : >"$OUT"
 bench_topology || exit 1
 sa=ns0 sb=ns1 dev0=rroce0 dev1=rroce1 ip=192.0.2.1
 
+# With two modules: the one loaded now (A: the tree's, inserted at boot).
+loaded=A
+# use SIDE: module A or B loaded, with the rroce devices on it (the
+# topology's veths and namespaces stay); or the parameter on or off.
+use() {
+	local m
+	if [ -z "$MODULE_B" ]; then
+		if [ "$1" = A ]; then echo Y >"$P"; else echo N >"$P"; fi
+		return 0
+	fi
+	[ "$1" = "$loaded" ] && return 0
+	m=$RROCE_MODULE
+	[ "$1" = A ] || m=$MODULE_B
+	ip netns exec $sa rdma link del $dev0 && ip netns exec $sb rdma link del $dev1 &&
+		rmmod rroce && insmod "$m" &&
+		ip netns exec $sa rdma link add $dev0 type rroce netdev v0 &&
+		ip netns exec $sb rdma link add $dev1 type rroce netdev v1 || return 1
+	loaded=$1
+	sleep 1
+}
+
 # one SIDE PROG SIZE KIND MTU QPS REP (sizes from bench_iters).
 one() {
 	local side=$1 prog=$2 size=$3 kind=$4 mtu=$5 qps=$6 rep=$7 v
-	if [ "$side" = A ]; then echo Y >"$P"; else echo N >"$P"; fi
+	use "$side" || { echo "cannot switch to module $side"; exit 1; }
 	v=$(bench_run "$prog" "$size" "$kind" "$mtu" "$qps")
 	echo "$side,$prog,$size,$mtu,$qps,$rep,${v:-fail}" >>"$OUT"
 	echo "  $PARAM=$side $prog $size mtu $mtu x$qps #$rep: ${v:-FAILED}"
@@ -60,6 +88,6 @@ ab ib_write_bw 64 bw 1024 1
 for prog in ib_send_lat ib_write_lat ib_read_lat; do
 	ab $prog 2 lat 1024 1
 done
-echo Y >"$P"
+use A
 bench_teardown
 exit 0
