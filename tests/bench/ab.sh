@@ -40,10 +40,7 @@ use() {
 	[ "$1" = "$loaded" ] && return 0
 	m=$RROCE_MODULE
 	[ "$1" = A ] || m=$MODULE_B
-	ip netns exec $sa rdma link del $dev0 && ip netns exec $sb rdma link del $dev1 &&
-		rmmod rroce && insmod "$m" &&
-		ip netns exec $sa rdma link add $dev0 type rroce netdev v0 &&
-		ip netns exec $sb rdma link add $dev1 type rroce netdev v1 || return 1
+	rroce_devices del && rmmod rroce && insmod "$m" && rroce_devices add || return 1
 	loaded=$1
 	sleep 1
 }

@@ -15,13 +15,27 @@ pair() { # NS_A NS_B IF_A IF_B NET
 		ip -n "$1" link set "$3" up && ip -n "$2" link set "$4" up
 }
 
+# rroce_devices add|del: the rroce pair on the veths of ns0 and ns1 (also
+# between runs, to swap the module under them: tests/bench/ab.sh).
+rroce_devices() {
+	if [ "$1" = add ]; then
+		ip netns exec ns0 rdma link add rroce0 type rroce netdev v0 &&
+			ip netns exec ns1 rdma link add rroce1 type rroce netdev v1
+	else
+		# Both, whatever the first did (as a teardown must).
+		local first
+		ip netns exec ns0 rdma link del rroce0
+		first=$?
+		ip netns exec ns1 rdma link del rroce1 && [ $first = 0 ]
+	fi
+}
+
 bench_topology() {
 	local ns
 	for ns in ns0 ns1 ns2 ns3; do ip netns del $ns 2>/dev/null; done
 	pair ns0 ns1 v0 v1 192.0.2 || return 1
 	pair ns2 ns3 v2 v3 198.51.100 || return 1
-	ip netns exec ns0 rdma link add rroce0 type rroce netdev v0 || return 1
-	ip netns exec ns1 rdma link add rroce1 type rroce netdev v1 || return 1
+	rroce_devices add || return 1
 	modprobe rdma_rxe || return 1
 	ip netns exec ns2 rdma link add rxe0 type rxe netdev v2 || return 1
 	ip netns exec ns3 rdma link add rxe1 type rxe netdev v3 || return 1
@@ -33,8 +47,7 @@ bench_topology() {
 
 bench_teardown() {
 	local ns
-	ip netns exec ns0 rdma link del rroce0
-	ip netns exec ns1 rdma link del rroce1
+	rroce_devices del
 	ip netns exec ns2 rdma link del rxe0
 	ip netns exec ns3 rdma link del rxe1
 	for ns in ns0 ns1 ns2 ns3; do ip netns del $ns; done
