@@ -449,6 +449,7 @@ fn new_state(
                     rq_shadow: r.rq_shadow,
                     tx: KVec::new(),
                     rtx: KVec::new(),
+                    spare: [KVec::new(), KVec::new()],
                     req_built: 0,
                     mtu: transport::mtu_bytes(sys::ib_mtu_IB_MTU_256),
                     epoch: 0,

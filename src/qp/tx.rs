@@ -251,17 +251,23 @@ impl QpState {
             return;
         }
         let mut deferred = false;
+        // What the last lane's pass read at its last look, if it did.
+        let mut last = None;
         for &lane in lanes {
             if pending & lane.bit() == 0 {
                 continue;
             }
+            last = None;
             match self.flush_lane(lane, &mut budget) {
-                Flushed::Done => {}
+                Flushed::Done(after) => last = after,
                 Flushed::Budget => deferred = true,
                 Flushed::Stop => return,
             }
         }
-        let after = self.left_after_flush(&self.inner.lock());
+        let after = match last {
+            Some(after) => after,
+            None => self.left_after_flush(&self.inner.lock()),
+        };
         self.leave_after_flush(after, deferred);
     }
 
@@ -335,11 +341,12 @@ impl QpState {
                 unsafe { sys::rroce_helper_preempt_enable() };
                 // The holder sends what this context queued: it looks at
                 // the queue again after letting go of the flag.
-                return Flushed::Done;
+                return Flushed::Done(None);
             }
             let mut pass = self.gate(*budget);
             let allowed = pass;
-            let left = self.send_queued(lane, &mut pass);
+            let mut sent = KVec::new();
+            let left = self.send_queued(lane, &mut pass, &mut sent);
             let spent = allowed.saturating_sub(pass);
             *budget = budget.saturating_sub(spent);
             self.gate_spent(spent);
@@ -363,9 +370,22 @@ impl QpState {
                 }
             }
             // Packets queued while this context sent, by contexts that
-            // found the flag taken.
-            if self.inner.lock().t.queue(lane).is_empty() {
-                return Flushed::Done;
+            // found the flag taken. The same look gives the sent batch's
+            // vector back as the lane's spare and, if the lane is done,
+            // reads what the flush leaves to others.
+            let (after, unused) = {
+                let mut inner = self.inner.lock();
+                let unused = inner.t.give_back(lane, sent);
+                let after = inner
+                    .t
+                    .queue(lane)
+                    .is_empty()
+                    .then(|| self.left_after_flush(&inner));
+                (after, unused)
+            };
+            drop(unused);
+            if after.is_some() {
+                return Flushed::Done(after);
             }
         }
     }
@@ -381,7 +401,9 @@ impl QpState {
     /// owns the lane's busy flag and disabled preemption); requests from
     /// the CPU the QP's requests last left from while some are in flight.
     /// [`Left::Nothing`] once what it took is sent: more may have been
-    /// queued meanwhile, which the caller looks for.
+    /// queued meanwhile, which the caller looks for; `sent` then holds the
+    /// emptied vector of the last batch, for the caller to give back
+    /// (`TransportState::give_back`).
     ///
     /// A virtual link (veth, loopback) queues a packet on the backlog of
     /// the CPU that sent it; packets of one QP sent from two CPUs can
@@ -392,9 +414,9 @@ impl QpState {
     /// responses and ACKs, the other lane, are not held to this: ACKs are
     /// cumulative, and a READ's responses leave from the context
     /// answering it.)
-    fn send_queued(&self, lane: Lane, budget: &mut usize) -> Left {
+    fn send_queued(&self, lane: Lane, budget: &mut usize, sent: &mut KVec<Skb>) -> Left {
         loop {
-            let (batch, av, sport, epoch) = {
+            let (mut batch, av, sport, epoch) = {
                 let mut inner = self.inner.lock();
                 if inner.t.queue(lane).is_empty() {
                     return Left::Nothing;
@@ -420,7 +442,7 @@ impl QpState {
                 inner.t.tx_sent = inner.t.tx_sent.wrapping_add(n);
                 inner.t.tx_at = crate::transport::now_ms();
                 (
-                    core::mem::take(inner.t.queue_mut(lane)),
+                    inner.t.take_lane(lane),
                     inner.t.attrs.av,
                     inner.sport,
                     inner.t.epoch,
@@ -429,7 +451,7 @@ impl QpState {
             let mut rest = KVec::new();
             let mut lost = 0u32;
             let mut back = 0u32;
-            for skb in batch {
+            for skb in batch.drain_all() {
                 // A GSO run counts as the packets it carries.
                 let pkts = skb.packets();
                 if *budget == 0 {
@@ -452,6 +474,7 @@ impl QpState {
                 // All sent. What others queued meanwhile, the caller sends
                 // after it looked again, having let go of the lane's flag
                 // (it has to look then anyway).
+                *sent = batch;
                 return Left::Nothing;
             }
             {
@@ -513,8 +536,10 @@ struct AfterFlush {
 
 /// How [`QpState::flush_lane`] left its lane.
 enum Flushed {
-    /// Empty, or being sent by another context.
-    Done,
+    /// Empty, or being sent by another context; with what the flush
+    /// leaves to others if the pass read it at its last look under the
+    /// QP's lock (the lane found empty there).
+    Done(Option<AfterFlush>),
     /// Packets are left for lack of budget: the work item sends them.
     Budget,
     /// Nothing more is sent from here: the transmit is held (KUnit) or
