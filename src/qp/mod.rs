@@ -711,13 +711,14 @@ impl QpState {
         if !inner.dead {
             f(&mut self.ctx(&mut inner, guard));
         }
-        let requests = inner.t.req_built != built;
-        drop(inner);
-        if requests {
-            self.flush_tx();
+        let lanes: &[Lane] = if inner.t.req_built != built {
+            &Lane::ALL
         } else {
-            self.flush_lanes(&[Lane::Resp]);
-        }
+            &[Lane::Resp]
+        };
+        let look = self.look(&inner, lanes);
+        drop(inner);
+        self.flush_looked(lanes, look);
     }
 }
 

@@ -111,13 +111,14 @@ impl QpState {
             self.run_ud();
         } else {
             self.ctx(&mut inner, &guard).run_requester();
+            let look = self.look(&inner, &Lane::ALL);
             drop(inner);
             drop(guard);
             #[cfg(CONFIG_KUNIT)]
             if self.tx_unsent.swap(false, Ordering::AcqRel) {
                 return;
             }
-            self.flush_tx();
+            self.flush_looked(&Lane::ALL, look);
         }
     }
 
@@ -215,6 +216,33 @@ impl QpState {
     /// [`Self::flush_tx`] for `lanes` only (in that order): those the
     /// caller queued packets into.
     pub(crate) fn flush_lanes(&self, lanes: &[Lane]) {
+        let look = self.look(&self.inner.lock(), lanes);
+        self.flush_looked(lanes, look);
+    }
+
+    /// One look at `lanes` under the QP's lock (`inner`), taken by the
+    /// caller where it held the lock anyway (a doorbell after building its
+    /// requests, a received packet after its dispatch), or by
+    /// [`Self::flush_lanes`]. A lane with nothing queued needs no pass:
+    /// whoever queues into it flushes it. When no lane has anything, what
+    /// is left for others is known from the same look (anything changed
+    /// after it is flushed by whoever changed it, as after the look at the
+    /// end of a flush). A QP's receive path flushes once per packet, most
+    /// often with nothing to send: no lock of its own for that.
+    pub(crate) fn look(&self, inner: &QpInner, lanes: &[Lane]) -> Look {
+        let pending = lanes
+            .iter()
+            .filter(|&&lane| !inner.t.queue(lane).is_empty())
+            .fold(0u8, |set, &lane| set | lane.bit());
+        Look {
+            pending,
+            after: self.left_after_flush(inner),
+        }
+    }
+
+    /// [`Self::flush_lanes`] once the QP's lock, under which `look` was
+    /// taken, is released.
+    pub(crate) fn flush_looked(&self, lanes: &[Lane], look: Look) {
         // With bottom halves off, a veth peer only queues what we send (up
         // to netdev_max_backlog) and a burst (a large READ's responses)
         // would be dropped: send a budget, leave the rest to the work item,
@@ -229,21 +257,7 @@ impl QpState {
         } else {
             TX_BUDGET_PROCESS
         };
-        // One look under the lock first. A lane with nothing queued needs
-        // no pass: whoever queues into it flushes it. When no lane has
-        // anything, what is left for the work item is known from the same
-        // look (anything changed after it is flushed by whoever changed
-        // it, as after the look at the end). A QP's receive path flushes
-        // once per packet, most often with nothing to send: one lock
-        // instead of one per lane and a last one.
-        let (pending, after) = {
-            let inner = self.inner.lock();
-            let pending = lanes
-                .iter()
-                .filter(|&&lane| !inner.t.queue(lane).is_empty())
-                .fold(0u8, |set, &lane| set | lane.bit());
-            (pending, self.left_after_flush(&inner))
-        };
+        let Look { pending, after } = look;
         if pending == 0 {
             if !self.tx_held() {
                 self.leave_after_flush(after, false);
@@ -523,6 +537,13 @@ impl QpState {
         // freed. A work item already pending elsewhere comes back here.
         unsafe { sys::rroce_helper_queue_work_on(cpu, self.tx_work.get()) };
     }
+}
+
+/// What a look at a QP's lanes found ([`QpState::look`]): the lanes with
+/// packets queued ([`Lane::bit`]) and what a flush leaves to others.
+pub(crate) struct Look {
+    pending: u8,
+    after: AfterFlush,
 }
 
 /// What a flush leaves to others ([`QpState::left_after_flush`]).
