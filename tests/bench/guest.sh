@@ -66,7 +66,7 @@ one() {
 		min=$(lat_field 3)
 	echo "$drv,$prog,$size,$mtu,$qps,$rep,${v:-fail},$cpu,$bytes,$min" >>"$OUT"
 	# Why a run failed, for the record.
-	[ -n "$v" ] || { echo "== $drv $prog $size mtu $mtu x$qps #$rep"; tail -n 4 /tmp/bench.srv /tmp/bench.cli; } >>"$RROCE_RUN/bench-failures.log"
+	[ -n "$v" ] || { echo "== $drv $prog $size mtu $mtu x$qps #$rep"; tail -n 12 /tmp/bench.srv /tmp/bench.cli; } >>"$RROCE_RUN/bench-failures.log"
 	echo "  $drv $prog $size mtu $mtu x$qps #$rep: ${v:-FAILED} (${cpu} CPU-s)"
 }
 # both PROG SIZE KIND MTU QPS: every repetition, rroce and rxe interleaved.
