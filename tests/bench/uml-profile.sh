@@ -16,11 +16,13 @@ bench_topology || exit 1
 echo 0 >/proc/sys/kernel/kptr_restrict
 cat /proc/kallsyms >"$RROCE_RUN/kallsyms"
 # The workloads: "PROGRAM SIZE MESSAGES MTU", each run named
-# DRIVER-OPSIZE (DRIVER-OP_latSIZE for a latency test): rows below the
-# goal in the 2026-12-04 UML table (1 MiB SENDs and WRITEs at MTU 1024,
-# the 2-byte WRITE round trip).
+# DRIVER-OPSIZE (DRIVER-OP_latSIZE for a latency test): the one row
+# below the goal in the 2026-12-05 UML table (the 2-byte READ round trip),
+# the 2-byte WRITE round trip beside it (which meets the goal: what the
+# READ does more), and the 1 MiB READ at MTU 1024 (furthest from the copy
+# rate among the 1-QP rows).
 : >"$RROCE_RUN/workloads"
-for w in "ib_send_bw 1048576 300 1024" "ib_write_bw 1048576 300 1024" "ib_write_lat 2 20000 1024"; do
+for w in "ib_read_lat 2 20000 1024" "ib_write_lat 2 20000 1024" "ib_read_bw 1048576 300 1024"; do
 	set -- $w
 	prog=$1 size=$2 n=$3 mtu=$4
 	op=${prog#ib_}
