@@ -80,7 +80,7 @@ result_path() {
 	done
 	echo "$out"
 }
-kconf=$(for o in PROVE_LOCKING DEBUG_ATOMIC_SLEEP KUNIT CC_OPTIMIZE_FOR_PERFORMANCE CRC_OPTIMIZATIONS; do
+kconf=$(for o in PROVE_LOCKING DEBUG_ATOMIC_SLEEP KUNIT CC_OPTIMIZE_FOR_PERFORMANCE CRC_OPTIMIZATIONS SLUB_TINY JUMP_LABEL; do
 	if grep -q "^CONFIG_$o=y" "$B/.config"; then echo "$o=y"; else echo "$o=n"; fi
 done | paste -sd' ')
 if [ "$MODE" = profile ]; then
