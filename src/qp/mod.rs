@@ -40,6 +40,7 @@
 //! kernel consumer's work requests, `tx.rs` runs the send queue and sends
 //! what the transport built; received packets come through `crate::recv`.
 
+mod lanes;
 mod modify;
 mod post;
 mod tx;
@@ -706,6 +707,7 @@ impl QpState {
     /// there is about to send anyway: in a ping-pong, nearly every
     /// request.
     pub(crate) fn deliver(&self, guard: &rcu::Guard, f: impl FnOnce(&mut Ctx<'_>)) {
+        let budget = lanes::tx_budget();
         let mut inner = self.inner.lock();
         let built = inner.t.req_built;
         if !inner.dead {
@@ -716,7 +718,7 @@ impl QpState {
         } else {
             &[Lane::Resp]
         };
-        let look = self.look(&inner, lanes);
+        let look = self.look(&mut inner, lanes, budget);
         drop(inner);
         self.flush_looked(lanes, look);
     }

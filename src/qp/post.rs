@@ -88,6 +88,7 @@ impl QpState {
     /// A user QP's `post_send` doorbell: the WQEs are already in the mapped
     /// send queue.
     pub(crate) fn doorbell(&self) -> Result {
+        let budget = super::lanes::tx_budget();
         let guard = rcu::read_lock();
         let mut inner = self.inner.lock();
         if inner.t.state < sys::ib_qp_state_IB_QPS_RTS
@@ -116,7 +117,7 @@ impl QpState {
             self.kick_home(cpu);
             return Ok(());
         }
-        self.run_send_queue(inner, guard);
+        self.run_send_queue(inner, guard, budget);
         Ok(())
     }
 
@@ -147,6 +148,7 @@ impl QpState {
     /// the transport copies and validates it like any other WQE), then the
     /// requester runs. On error the request not posted is `list`'s head.
     pub(crate) fn post_send_kernel<'w>(&self, list: &mut impl WrList<SendWr<'w>>) -> Result {
+        let budget = super::lanes::tx_budget();
         let guard = rcu::read_lock();
         let mut inner = self.inner.lock();
         let mut err = Ok(());
@@ -174,7 +176,7 @@ impl QpState {
             }
         }
         // What was queued before a bad request still runs.
-        self.run_send_queue(inner, guard);
+        self.run_send_queue(inner, guard, budget);
         err
     }
 

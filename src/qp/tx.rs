@@ -100,10 +100,14 @@ impl QpState {
     /// it built: the RC requester under the lock held in `inner`, the UD
     /// sender in bounded batches of its own. Bounded work: what is left
     /// goes to the work item.
+    ///
+    /// `budget` is [`tx_budget`] of the caller's context, read before it
+    /// took the lock.
     pub(super) fn run_send_queue(
         &self,
         mut inner: SpinLockIrqGuard<'_, QpInner>,
         guard: rcu::Guard,
+        budget: usize,
     ) {
         if self.is_ud() {
             drop(inner);
@@ -111,13 +115,15 @@ impl QpState {
             self.run_ud();
         } else {
             self.ctx(&mut inner, &guard).run_requester();
-            let look = self.look(&inner, &Lane::ALL);
-            drop(inner);
-            drop(guard);
             #[cfg(CONFIG_KUNIT)]
             if self.tx_unsent.swap(false, Ordering::AcqRel) {
+                drop(inner);
+                drop(guard);
                 return;
             }
+            let look = self.look(&mut inner, &Lane::ALL, budget);
+            drop(inner);
+            drop(guard);
             self.flush_looked(&Lane::ALL, look);
         }
     }
@@ -190,7 +196,7 @@ impl QpState {
     /// meanwhile is either seen gone (the packet is dropped) or stays
     /// live until the send returns. `route` is null or the QP's route
     /// cache, for packets to its path.
-    fn send_skb(
+    pub(super) fn send_skb(
         &self,
         skb: Skb,
         av: &AddressVector,
@@ -201,315 +207,6 @@ impl QpState {
         let guard = rcu::read_lock();
         skb.send(dev.netdev(&guard), &guard, av, sport, route, &dev.counters)
             .is_ok()
-    }
-
-    /// Sends the queued packets, in order: per lane (`transport::Lane`),
-    /// one context at a time drains the queue, others leave their packets
-    /// to it. The two lanes are independent: a request posted on one CPU
-    /// leaves from there while another CPU sends the ACKs the QP's
-    /// responder owes. At most a budget per call; the rest, READ responses
-    /// still to build and send WQEs left unfetched go to the work item.
-    pub(crate) fn flush_tx(&self) {
-        self.flush_lanes(&Lane::ALL);
-    }
-
-    /// [`Self::flush_tx`] for `lanes` only (in that order): those the
-    /// caller queued packets into.
-    pub(crate) fn flush_lanes(&self, lanes: &[Lane]) {
-        let look = self.look(&self.inner.lock(), lanes);
-        self.flush_looked(lanes, look);
-    }
-
-    /// One look at `lanes` under the QP's lock (`inner`), taken by the
-    /// caller where it held the lock anyway (a doorbell after building its
-    /// requests, a received packet after its dispatch), or by
-    /// [`Self::flush_lanes`]. A lane with nothing queued needs no pass:
-    /// whoever queues into it flushes it. When no lane has anything, what
-    /// is left for others is known from the same look (anything changed
-    /// after it is flushed by whoever changed it, as after the look at the
-    /// end of a flush). A QP's receive path flushes once per packet, most
-    /// often with nothing to send: no lock of its own for that.
-    pub(crate) fn look(&self, inner: &QpInner, lanes: &[Lane]) -> Look {
-        let pending = lanes
-            .iter()
-            .filter(|&&lane| !inner.t.queue(lane).is_empty())
-            .fold(0u8, |set, &lane| set | lane.bit());
-        Look {
-            pending,
-            after: self.left_after_flush(inner),
-        }
-    }
-
-    /// [`Self::flush_lanes`] once the QP's lock, under which `look` was
-    /// taken, is released.
-    pub(crate) fn flush_looked(&self, lanes: &[Lane], look: Look) {
-        // With bottom halves off, a veth peer only queues what we send (up
-        // to netdev_max_backlog) and a burst (a large READ's responses)
-        // would be dropped: send a budget, leave the rest to the work item,
-        // which sends with bottom halves on so the receiver keeps up.
-        // SAFETY: plain query of the current context.
-        let mut budget = if unsafe { sys::rroce_helper_irqs_off() } {
-            // Nothing may be sent with interrupts off: all to the work item.
-            0
-        // SAFETY: as above.
-        } else if unsafe { sys::rroce_helper_in_atomic_bh() } {
-            TX_BUDGET_ATOMIC
-        } else {
-            TX_BUDGET_PROCESS
-        };
-        let Look { pending, after } = look;
-        if pending == 0 {
-            if !self.tx_held() {
-                self.leave_after_flush(after, false);
-            }
-            return;
-        }
-        let mut deferred = false;
-        // What the last lane's pass read at its last look, if it did.
-        let mut last = None;
-        for &lane in lanes {
-            if pending & lane.bit() == 0 {
-                continue;
-            }
-            last = None;
-            match self.flush_lane(lane, &mut budget) {
-                Flushed::Done(after) => last = after,
-                Flushed::Budget => deferred = true,
-                Flushed::Stop => return,
-            }
-        }
-        let after = match last {
-            Some(after) => after,
-            None => self.left_after_flush(&self.inner.lock()),
-        };
-        self.leave_after_flush(after, deferred);
-    }
-
-    /// What a flush leaves to others, read under the QP's lock: READ
-    /// responses for a kicked pass to build, and whether the work item has
-    /// anything to do (WQEs still to fetch, an ODP fault to take, memory
-    /// to wait for).
-    fn left_after_flush(&self, inner: &QpInner) -> AfterFlush {
-        // An ODP fault to take (the transport's, or the one the last pump
-        // stopped on), or memory to wait for, first.
-        let wait = inner.t.odp_pending() || inner.t.resp_q.stalled();
-        AfterFlush {
-            responses: !inner.t.resp_q.is_empty() && !wait,
-            more_work: self.fetch_left(inner) || wait,
-        }
-    }
-
-    /// Hands on what a flush left (`after`, and packets `deferred` for
-    /// lack of budget).
-    fn leave_after_flush(&self, after: AfterFlush, deferred: bool) {
-        if after.responses {
-            self.continue_responses();
-        }
-        // Packets left for lack of budget, WQEs still to fetch, ODP pages
-        // to fault in, READ responses that found no memory: the work item
-        // does it.
-        if deferred || after.more_work {
-            // SAFETY: initialized at create; cancelled before the state is
-            // freed.
-            unsafe { sys::rroce_helper_queue_work(self.tx_work.get()) };
-        }
-    }
-
-    /// READ responses are still to be built: a pass of [`RESP_QUANTUM`]
-    /// more is kicked to the back of this CPU's receive thread's list
-    /// ([`kicked`]), which kicks the next one again while any are left.
-    /// Every QP streaming responses from a CPU then takes its turn with
-    /// the packets received there, a quantum at a time, and a READ asked
-    /// for behind them waits for one round, not for their whole READs:
-    /// left to the work item, the bulk of a stream ran at normal priority
-    /// while the receive threads (real-time) took each request's first
-    /// responses, and the READs of a QP whose responses went that way
-    /// could wait past the peer's retransmission timeout. (Without receive
-    /// threads, [`Self::kick_home`] queues the work item on this CPU.)
-    fn continue_responses(&self) {
-        // SAFETY: plain query of the current CPU; any CPU will do.
-        let cpu = unsafe { sys::rroce_helper_smp_processor_id() };
-        self.kick_home(cpu);
-    }
-
-    /// [`Self::flush_tx`] for one lane: sends its queue until it is empty
-    /// or `budget` runs out, unless another context is sending it.
-    fn flush_lane(&self, lane: Lane, budget: &mut usize) -> Flushed {
-        let busy = match lane {
-            Lane::Req => &self.tx_busy,
-            Lane::Resp => &self.rtx_busy,
-        };
-        loop {
-            // Whoever holds the lane's busy flag sends for everyone, so it
-            // must not be preempted while it does: a process posting from
-            // its system call and then taken off the CPU would hold every
-            // packet other contexts queue meanwhile (the retransmissions
-            // the timer makes, the ACKs the responder owes) for as long as
-            // the scheduler keeps it waiting, longer than the peer's
-            // retransmission timeout on a loaded machine. Softirq context
-            // is not preemptible anyway; a pass is bounded by the budget.
-            // SAFETY: balanced below, nothing in between sleeps.
-            unsafe { sys::rroce_helper_preempt_disable() };
-            if busy.swap(true, Ordering::Acquire) {
-                // SAFETY: disabled above.
-                unsafe { sys::rroce_helper_preempt_enable() };
-                // The holder sends what this context queued: it looks at
-                // the queue again after letting go of the flag.
-                return Flushed::Done(None);
-            }
-            let mut pass = self.gate(*budget);
-            let allowed = pass;
-            let mut sent = KVec::new();
-            let left = self.send_queued(lane, &mut pass, &mut sent);
-            let spent = allowed.saturating_sub(pass);
-            *budget = budget.saturating_sub(spent);
-            self.gate_spent(spent);
-            busy.store(false, Ordering::Release);
-            // SAFETY: disabled above.
-            unsafe { sys::rroce_helper_preempt_enable() };
-            if self.tx_held() {
-                // What is queued waits for the gate to open.
-                return Flushed::Stop;
-            }
-            match left {
-                Left::Nothing => {}
-                Left::Budget => return Flushed::Budget,
-                Left::Home(cpu) => {
-                    // The pass there sends both lanes.
-                    self.dev()
-                        .counters
-                        .inc(crate::counters::Counter::TxKickedHome);
-                    self.kick_home(cpu);
-                    return Flushed::Stop;
-                }
-            }
-            // Packets queued while this context sent, by contexts that
-            // found the flag taken. The same look gives the sent batch's
-            // vector back as the lane's spare and, if the lane is done,
-            // reads what the flush leaves to others.
-            let (after, unused) = {
-                let mut inner = self.inner.lock();
-                let unused = inner.t.give_back(lane, sent);
-                let after = inner
-                    .t
-                    .queue(lane)
-                    .is_empty()
-                    .then(|| self.left_after_flush(&inner));
-                (after, unused)
-            };
-            drop(unused);
-            if after.is_some() {
-                return Flushed::Done(after);
-            }
-        }
-    }
-
-    /// Whether the last fetch left published send WQEs for the work item
-    /// (never for a kernel consumer's UD QP, whose WQEs are all built
-    /// during its post).
-    fn fetch_left(&self, inner: &QpInner) -> bool {
-        inner.t.send_pending() && !(self.is_ud() && self.fixed.kernel)
-    }
-
-    /// Sends packets of `lane`'s queue while `budget` lasts (the caller
-    /// owns the lane's busy flag and disabled preemption); requests from
-    /// the CPU the QP's requests last left from while some are in flight.
-    /// [`Left::Nothing`] once what it took is sent: more may have been
-    /// queued meanwhile, which the caller looks for; `sent` then holds the
-    /// emptied vector of the last batch, for the caller to give back
-    /// (`TransportState::give_back`).
-    ///
-    /// A virtual link (veth, loopback) queues a packet on the backlog of
-    /// the CPU that sent it; packets of one QP sent from two CPUs can
-    /// reach the peer out of order, and each reordering costs a sequence
-    /// NAK and a go-back-N retransmission. Once every request is
-    /// acknowledged nothing of the QP's requests can still be queued
-    /// anywhere, and its transmit moves to whichever CPU sends next. (Its
-    /// responses and ACKs, the other lane, are not held to this: ACKs are
-    /// cumulative, and a READ's responses leave from the context
-    /// answering it.)
-    fn send_queued(&self, lane: Lane, budget: &mut usize, sent: &mut KVec<Skb>) -> Left {
-        loop {
-            let (mut batch, av, sport, epoch) = {
-                let mut inner = self.inner.lock();
-                if inner.t.queue(lane).is_empty() {
-                    return Left::Nothing;
-                }
-                if *budget == 0 {
-                    return Left::Budget;
-                }
-                if lane == Lane::Req {
-                    if inner.t.requests_in_flight() {
-                        let home = self.tx_home.load(Ordering::Relaxed);
-                        // SAFETY: plain query of the current CPU.
-                        let elsewhere = unsafe { sys::rroce_helper_tx_elsewhere(home) };
-                        if let Ok(cpu) = u32::try_from(elsewhere) {
-                            return Left::Home(cpu);
-                        }
-                    }
-                    inner.t.requests_taken();
-                    // SAFETY: plain query; preemption is disabled (caller).
-                    let cpu = unsafe { sys::rroce_helper_smp_processor_id() };
-                    self.tx_home.store(cpu, Ordering::Relaxed);
-                }
-                let n = u32::try_from(inner.t.lane_packets(lane)).unwrap_or(u32::MAX);
-                inner.t.tx_sent = inner.t.tx_sent.wrapping_add(n);
-                inner.t.tx_at = crate::transport::now_ms();
-                (
-                    inner.t.take_lane(lane),
-                    inner.t.attrs.av,
-                    inner.sport,
-                    inner.t.epoch,
-                )
-            };
-            let mut rest = KVec::new();
-            let mut lost = 0u32;
-            let mut back = 0u32;
-            for skb in batch.drain_all() {
-                // A GSO run counts as the packets it carries.
-                let pkts = skb.packets();
-                if *budget == 0 {
-                    back = back.wrapping_add(pkts);
-                    // Out of memory here drops the packet; the peer's
-                    // retransmission logic recovers it.
-                    let _ = rest.push(skb, GFP_ATOMIC);
-                    continue;
-                }
-                *budget = budget.saturating_sub(pkts as usize);
-                let ok = match av.as_ref() {
-                    Some(av) => self.send_skb(skb, av, sport, self.fixed.route),
-                    None => false,
-                };
-                if !ok {
-                    lost = lost.wrapping_add(pkts);
-                }
-            }
-            if lost == 0 && rest.is_empty() {
-                // All sent. What others queued meanwhile, the caller sends
-                // after it looked again, having let go of the lane's flag
-                // (it has to look then anyway).
-                *sent = batch;
-                return Left::Nothing;
-            }
-            {
-                let mut inner = self.inner.lock();
-                // What went back to the queue was not sent.
-                inner.t.tx_sent = inner.t.tx_sent.wrapping_sub(back);
-                inner.t.tx_lost = inner.t.tx_lost.wrapping_add(lost);
-                if rest.is_empty() {
-                    continue;
-                }
-                if inner.t.epoch != epoch {
-                    // The QP was reset meanwhile: the rest is not for the
-                    // new connection.
-                    continue;
-                }
-                for skb in inner.t.queue_mut(lane).drain_all() {
-                    let _ = rest.push(skb, GFP_ATOMIC);
-                }
-                *inner.t.queue_mut(lane) = rest;
-            }
-        }
     }
 }
 
@@ -539,45 +236,6 @@ impl QpState {
     }
 }
 
-/// What a look at a QP's lanes found ([`QpState::look`]): the lanes with
-/// packets queued ([`Lane::bit`]) and what a flush leaves to others.
-pub(crate) struct Look {
-    pending: u8,
-    after: AfterFlush,
-}
-
-/// What a flush leaves to others ([`QpState::left_after_flush`]).
-#[derive(Clone, Copy)]
-struct AfterFlush {
-    /// READ responses are still to be built, by a kicked pass.
-    responses: bool,
-    /// The work item has something to do.
-    more_work: bool,
-}
-
-/// How [`QpState::flush_lane`] left its lane.
-enum Flushed {
-    /// Empty, or being sent by another context; with what the flush
-    /// leaves to others if the pass read it at its last look under the
-    /// QP's lock (the lane found empty there).
-    Done(Option<AfterFlush>),
-    /// Packets are left for lack of budget: the work item sends them.
-    Budget,
-    /// Nothing more is sent from here: the transmit is held (KUnit) or
-    /// was kicked to the CPU the QP's requests leave from.
-    Stop,
-}
-
-/// What [`QpState::send_queued`] left in the queue.
-enum Left {
-    /// Nothing: the queue is empty.
-    Nothing,
-    /// Packets, for lack of budget.
-    Budget,
-    /// Packets, to be sent from this CPU, where the QP's last ones left.
-    Home(u32),
-}
-
 /// A test's hold on a QP's transmit (KUnit builds only; elsewhere the
 /// gate is always open and these compile to nothing): the QP sends as many
 /// packets as the gate still lets through, then keeps what it builds
@@ -586,7 +244,7 @@ enum Left {
 /// `reset_quiesces_qp`), whatever the scheduler does meanwhile.
 impl QpState {
     /// The part of `budget` the gate lets through now.
-    fn gate(&self, budget: usize) -> usize {
+    pub(super) fn gate(&self, budget: usize) -> usize {
         #[cfg(CONFIG_KUNIT)]
         {
             let g = self.tx_gate.load(Ordering::Acquire);
@@ -598,7 +256,7 @@ impl QpState {
     }
 
     /// `spent` packets went through the gate (by a lane's sender).
-    fn gate_spent(&self, spent: usize) {
+    pub(super) fn gate_spent(&self, spent: usize) {
         #[cfg(CONFIG_KUNIT)]
         {
             let spent = u32::try_from(spent).unwrap_or(u32::MAX);
@@ -696,13 +354,6 @@ const UD_DOORBELL_BUDGET: usize = 128;
 /// UD WQEs one pass of the work item retires.
 const WORK_UD_BURST: usize = 64;
 
-/// Packets one softirq-context flush sends before it defers to the work item.
-const TX_BUDGET_ATOMIC: usize = 64;
-
-/// Packets one process-context flush (a doorbell, a pass of the work item)
-/// sends before it defers to the work item.
-const TX_BUDGET_PROCESS: usize = 256;
-
 /// The QP's transmit work item: one bounded pass over what is left (READ
 /// responses to build, send WQEs to fetch, datagrams and packets to send);
 /// it queues itself again while more remains, so the workqueue schedules
@@ -787,7 +438,8 @@ fn tx_pass(state: &QpState, may_sleep: bool) {
     }
     let mut datagrams = KVec::new();
     let mut ud_more = false;
-    {
+    let budget = super::lanes::tx_budget();
+    let look = {
         let guard = rcu::read_lock();
         let ndev = dev.netdev(&guard);
         let mut inner = state.inner.lock();
@@ -819,9 +471,10 @@ fn tx_pass(state: &QpState, may_sleep: bool) {
             // Without memory a datagram is lost, as on the wire.
             let _ = datagrams.push(d, GFP_ATOMIC);
         }
-    }
+        state.look(&mut inner, &Lane::ALL, budget)
+    };
     state.send_datagrams(datagrams);
-    state.flush_tx();
+    state.flush_looked(&Lane::ALL, look);
     // READ responses still to build were kicked on by the flush.
     let more = {
         let inner = state.inner.lock();
