@@ -59,10 +59,10 @@ else
 fi
 rm -f "$OUT"
 
-step "loom: notify dispatcher protocol and ring, all interleavings (bounded)"
+step "loom: notify dispatcher protocol, ring and lane election, all interleavings (bounded)"
 if scripts/loom.sh >"$RROCE_CACHE/loom.log" 2>&1; then
 	ok
-	grep -E '^test result|passed' "$RROCE_CACHE/loom.log" | tail -2
+	grep -E '^test result|passed' "$RROCE_CACHE/loom.log" | tail -4
 else
 	tail -20 "$RROCE_CACHE/loom.log"
 	bad loom

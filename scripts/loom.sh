@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
-# Runs rroce's loom models (tests/loom_notify.rs): the CQ notify state machine
-# with its dispatcher protocol, and the shared-ring index protocol.
+# Runs rroce's loom models: the CQ notify state machine with its dispatcher
+# protocol and the shared-ring index protocol (tests/loom_notify.rs), and a
+# transmit lane's sender election (tests/loom_lanes.rs).
 #
 # Usage: scripts/loom.sh [TESTNAME-FILTER]
 #
@@ -20,5 +21,5 @@ export RUSTFLAGS="${RUSTFLAGS:-} --cfg loom"
 
 log "loom: preemption bound $LOOM_MAX_PREEMPTIONS"
 T0=$(date +%s)
-cargo test --release --test loom_notify -- --nocapture --test-threads=1 "$@"
+cargo test --release --test loom_notify --test loom_lanes -- --nocapture --test-threads=1 "$@"
 log "loom: done in $(($(date +%s) - T0))s"

@@ -16,6 +16,7 @@ pub mod gso;
 pub mod handover;
 pub mod icrc;
 pub mod index;
+pub mod lane;
 pub mod mw;
 pub mod notify;
 pub mod psn;

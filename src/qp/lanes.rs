@@ -2,17 +2,91 @@
 
 //! A QP's two transmit lanes (`transport::Lane`: requests, and the
 //! responses and ACKs its responder owes), sent in order per lane by one
-//! context at a time: whoever finds a lane's busy flag free sends what is
-//! queued there for everyone, others leave their packets to it. The look
-//! at the lanes, and the first lane's batch, are taken in the hold of the
-//! QP's lock the caller built its packets under.
+//! context at a time (`engine::lane::Election`): the elected sender sends
+//! what is queued there for everyone, others leave their packets to it
+//! and the sender, told when it leaves that it was found sending, takes
+//! them. The look at the lanes, and the first lane's batch, are taken in
+//! the hold of the QP's lock the caller built its packets under; a sender
+//! nobody found takes the lock no more: a doorbell that sends one request,
+//! and a responder that answers a READ in its dispatch, hold it once.
 
-use core::sync::atomic::{AtomicBool, Ordering};
+use core::{cell::UnsafeCell, sync::atomic::Ordering};
 
 use kernel::prelude::*;
 
 use super::{QpInner, QpState};
-use crate::{ah::AddressVector, net::skb::Skb, rdma::sys, transport::Lane};
+use crate::{ah::AddressVector, engine::lane::Election, net::skb::Skb, rdma::sys, transport::Lane};
+
+/// Who sends one of a QP's lanes: the [`Election`] of one context at a
+/// time, and the elected sender's spare vector. The sender leaves the
+/// spare in the queue's place when it takes the queue, and keeps the
+/// emptied batch as the next spare, so that queueing and sending a packet
+/// allocate and free no vector, and handing the vector back takes no
+/// lock.
+pub(crate) struct LaneSender {
+    election: Election,
+    spare: UnsafeCell<KVec<Skb>>,
+}
+
+// SAFETY: `spare` is touched only by the context `election` elected,
+// between its `enter` and its `leave` (sequentially consistent, so one
+// sender's accesses happen before the next one's), and a `KVec<Skb>` may
+// move between CPUs.
+unsafe impl Sync for LaneSender {}
+
+impl LaneSender {
+    /// Nobody sending, no spare.
+    pub(crate) const fn new() -> Self {
+        Self {
+            election: Election::with(
+                core::sync::atomic::AtomicBool::new(false),
+                core::sync::atomic::AtomicBool::new(false),
+            ),
+            spare: UnsafeCell::new(KVec::new()),
+        }
+    }
+
+    /// Stands in for a sender (a test): `true` if elected.
+    #[cfg(CONFIG_KUNIT)]
+    pub(super) fn hold(&self) -> bool {
+        self.election.enter()
+    }
+
+    /// Lets go of what [`Self::hold`] took; whether it was held. The
+    /// caller flushes the lane next, whoever found it held.
+    #[cfg(CONFIG_KUNIT)]
+    pub(super) fn release(&self) -> bool {
+        let held = self.election.busy();
+        let _ = self.election.leave();
+        held
+    }
+
+    /// Takes the spare vector.
+    ///
+    /// # Safety
+    ///
+    /// The caller is the lane's elected sender.
+    unsafe fn take_spare(&self) -> KVec<Skb> {
+        // SAFETY: only the elected sender touches it (caller).
+        core::mem::take(unsafe { &mut *self.spare.get() })
+    }
+
+    /// Keeps `sent`, a batch sent and emptied, as the spare if there is
+    /// none and it is not a burst's (over [`SPARE_MAX`]); else frees it
+    /// (no lock is held).
+    ///
+    /// # Safety
+    ///
+    /// The caller is the lane's elected sender.
+    unsafe fn keep_spare(&self, mut sent: KVec<Skb>) {
+        // SAFETY: only the elected sender touches it (caller).
+        let spare = unsafe { &mut *self.spare.get() };
+        if sent.is_empty() && sent.capacity() <= SPARE_MAX && spare.capacity() == 0 {
+            core::mem::swap(spare, &mut sent);
+        }
+        drop(sent);
+    }
+}
 
 impl QpState {
     /// Sends the queued packets, in order: per lane (`transport::Lane`),
@@ -44,9 +118,8 @@ impl QpState {
     /// often with nothing to send: no lock of its own for that.
     ///
     /// The first lane with packets is taken in the same hold when nobody
-    /// is sending it (its busy flag is free), as the pass would take it
-    /// under a hold of its own: a doorbell that sends one request, and a
-    /// responder that answers one READ, take the QP's lock once less.
+    /// is sending it (this context is elected its sender), as the pass
+    /// would take it under a hold of its own.
     /// `budget` is [`tx_budget`] of the caller's context, read before the
     /// lock was taken. The returned [`Look`] must go to
     /// [`Self::flush_looked`].
@@ -67,19 +140,20 @@ impl QpState {
         }
     }
 
-    /// Takes `lane`'s busy flag and its queue for [`Self::look`], if the
-    /// flag is free and the pass would take the queue now (not for a gated
-    /// transmit, nor for requests to be sent from another CPU: the pass
-    /// decides those as before). With the batch the flag is held and
-    /// preemption disabled, as [`Self::flush_lane`] holds them.
+    /// Makes this context `lane`'s sender and takes its queue for
+    /// [`Self::look`], if nobody is sending it and the pass would take the
+    /// queue now (not for a gated transmit, nor for requests to be sent
+    /// from another CPU: the pass decides those as before). With the batch
+    /// this context is the sender and preemption is disabled, as in
+    /// [`Self::flush_lane`].
     fn take_first(&self, inner: &mut QpInner, lane: Lane, budget: usize) -> Option<Batch> {
         if budget == 0 || self.gate(budget) != budget || self.tx_held() {
             return None;
         }
-        let busy = self.busy_flag(lane);
+        let sender = self.lane_sender(lane);
         // SAFETY: balanced in `flush_lane` (the batch's pass) or below.
         unsafe { sys::rroce_helper_preempt_disable() };
-        if busy.swap(true, Ordering::Acquire) {
+        if !sender.election.enter() {
             // SAFETY: disabled above.
             unsafe { sys::rroce_helper_preempt_enable() };
             return None;
@@ -87,9 +161,12 @@ impl QpState {
         match self.take_batch(inner, lane, budget) {
             Ok(batch) => Some(batch),
             Err(_) => {
-                // The lane is still pending: the flush's pass for it takes
-                // the flag again and decides (a kick to the requests' CPU).
-                busy.store(false, Ordering::Release);
+                // The lane is still pending: the flush's pass for it runs
+                // the election again and decides (a kick to the requests'
+                // CPU). What a context that found this one elected queued
+                // is that pass's to take, or, if another context is
+                // elected by then, that sender's, which learns of it.
+                let _ = sender.election.leave();
                 // SAFETY: disabled above.
                 unsafe { sys::rroce_helper_preempt_enable() };
                 None
@@ -97,11 +174,11 @@ impl QpState {
         }
     }
 
-    /// `lane`'s busy flag: set while one context sends its queue.
-    fn busy_flag(&self, lane: Lane) -> &AtomicBool {
+    /// Who sends `lane`.
+    pub(super) fn lane_sender(&self, lane: Lane) -> &LaneSender {
         match lane {
-            Lane::Req => &self.tx_busy,
-            Lane::Resp => &self.rtx_busy,
+            Lane::Req => &self.tx_lane,
+            Lane::Resp => &self.rtx_lane,
         }
     }
 
@@ -126,24 +203,20 @@ impl QpState {
             return;
         }
         let mut deferred = false;
-        // What the last lane's pass read at its last look, if it did.
-        let mut last = None;
         for &lane in lanes {
             if pending & lane.bit() == 0 {
                 continue;
             }
-            last = None;
             let batch = taken.take_if(|b| b.lane == lane);
             match self.flush_lane(lane, &mut budget, batch) {
-                Flushed::Done(after) => last = after,
+                Flushed::Done => {}
                 Flushed::Budget => deferred = true,
                 Flushed::Stop => return,
             }
         }
-        let after = match last {
-            Some(after) => after,
-            None => self.left_after_flush(&self.inner.lock()),
-        };
+        // What the look read is still what this context leaves to others:
+        // sending changes none of it, and whoever changed it since sends
+        // and hands on for itself.
         self.leave_after_flush(after, deferred);
     }
 
@@ -198,29 +271,29 @@ impl QpState {
 
     /// [`Self::flush_tx`] for one lane: sends its queue until it is empty
     /// or `budget` runs out, unless another context is sending it. With
-    /// `taken` (from [`Self::look`]) the flag is held already, preemption
-    /// is disabled and the first batch is in hand.
+    /// `taken` (from [`Self::look`]) this context is the lane's sender
+    /// already, with preemption disabled and the first batch in hand.
     fn flush_lane(&self, lane: Lane, budget: &mut usize, mut taken: Option<Batch>) -> Flushed {
-        let busy = self.busy_flag(lane);
+        let sender = self.lane_sender(lane);
         loop {
-            // Whoever holds the lane's busy flag sends for everyone, so it
-            // must not be preempted while it does: a process posting from
-            // its system call and then taken off the CPU would hold every
-            // packet other contexts queue meanwhile (the retransmissions
-            // the timer makes, the ACKs the responder owes) for as long as
-            // the scheduler keeps it waiting, longer than the peer's
+            // The lane's sender sends for everyone, so it must not be
+            // preempted while it does: a process posting from its system
+            // call and then taken off the CPU would hold every packet
+            // other contexts queue meanwhile (the retransmissions the
+            // timer makes, the ACKs the responder owes) for as long as the
+            // scheduler keeps it waiting, longer than the peer's
             // retransmission timeout on a loaded machine. Softirq context
             // is not preemptible anyway; a pass is bounded by the budget.
             let first = taken.take();
             if first.is_none() {
                 // SAFETY: balanced below, nothing in between sleeps.
                 unsafe { sys::rroce_helper_preempt_disable() };
-                if busy.swap(true, Ordering::Acquire) {
+                if !sender.election.enter() {
                     // SAFETY: disabled above.
                     unsafe { sys::rroce_helper_preempt_enable() };
-                    // The holder sends what this context queued: it looks
-                    // at the queue again after letting go of the flag.
-                    return Flushed::Done(None);
+                    // The sender there sends what this context queued: it
+                    // learns that it was found when it leaves.
+                    return Flushed::Done;
                 }
             }
             let mut pass = self.gate(*budget);
@@ -238,7 +311,9 @@ impl QpState {
             let spent = allowed.saturating_sub(pass);
             *budget = budget.saturating_sub(spent);
             self.gate_spent(spent);
-            busy.store(false, Ordering::Release);
+            // SAFETY: this context is the lane's sender until it leaves.
+            unsafe { sender.keep_spare(sent) };
+            let found = sender.election.leave();
             // SAFETY: disabled above, or by `take_first` for the batch
             // taken in the caller's look.
             unsafe { sys::rroce_helper_preempt_enable() };
@@ -258,24 +333,14 @@ impl QpState {
                     return Flushed::Stop;
                 }
             }
-            // Packets queued while this context sent, by contexts that
-            // found the flag taken. The same look gives the sent batch's
-            // vector back as the lane's spare and, if the lane is done,
-            // reads what the flush leaves to others.
-            let (after, unused) = {
-                let mut inner = self.inner.lock();
-                let unused = inner.t.give_back(lane, sent);
-                let after = inner
-                    .t
-                    .queue(lane)
-                    .is_empty()
-                    .then(|| self.left_after_flush(&inner));
-                (after, unused)
-            };
-            drop(unused);
-            if after.is_some() {
-                return Flushed::Done(after);
+            if !found {
+                // Nobody queued into the lane while this context sent
+                // (else it would have found this one sending): done,
+                // without taking the QP's lock again.
+                return Flushed::Done;
             }
+            // Packets queued while this context sent, by contexts that
+            // found it sending: elected again, it takes them.
         }
     }
 
@@ -287,12 +352,12 @@ impl QpState {
     }
 
     /// Sends packets of `lane`'s queue while `budget` lasts (the caller
-    /// owns the lane's busy flag and disabled preemption); requests from
-    /// the CPU the QP's requests last left from while some are in flight.
-    /// [`Left::Nothing`] once what it took is sent: more may have been
-    /// queued meanwhile, which the caller looks for; `sent` then holds the
-    /// emptied vector of the last batch, for the caller to give back
-    /// (`TransportState::give_back`).
+    /// is the lane's sender and disabled preemption); requests from the
+    /// CPU the QP's requests last left from while some are in flight.
+    /// [`Left::Nothing`] once what it took is sent (more queued meanwhile
+    /// by contexts that found the caller sending is the caller's to take
+    /// when it leaves); `sent` then holds the emptied vector of the last
+    /// batch, for the caller to keep as the lane's spare.
     ///
     /// A virtual link (veth, loopback) queues a packet on the backlog of
     /// the CPU that sent it; packets of one QP sent from two CPUs can
@@ -318,7 +383,7 @@ impl QpState {
     /// Takes `lane`'s queue to be sent under the QP's lock (`inner`), with
     /// what sending it needs, unless it is empty, `budget` is spent, or
     /// requests in flight left from another CPU ([`Self::send_queued`]).
-    /// The caller owns the lane's busy flag and disabled preemption.
+    /// The caller is the lane's sender and disabled preemption.
     fn take_batch(&self, inner: &mut QpInner, lane: Lane, budget: usize) -> Result<Batch, Left> {
         if inner.t.queue(lane).is_empty() {
             return Err(Left::Nothing);
@@ -345,7 +410,10 @@ impl QpState {
         inner.t.tx_at = crate::transport::now_ms();
         Ok(Batch {
             lane,
-            skbs: inner.t.take_lane(lane),
+            // SAFETY: the caller is the lane's sender.
+            skbs: inner
+                .t
+                .take_lane(lane, unsafe { self.lane_sender(lane).take_spare() }),
             av: inner.t.attrs.av,
             sport: inner.sport,
             epoch: inner.t.epoch,
@@ -445,10 +513,8 @@ struct AfterFlush {
 
 /// How [`QpState::flush_lane`] left its lane.
 enum Flushed {
-    /// Empty, or being sent by another context; with what the flush
-    /// leaves to others if the pass read it at its last look under the
-    /// QP's lock (the lane found empty there).
-    Done(Option<AfterFlush>),
+    /// Sent, or being sent by another context.
+    Done,
     /// Packets are left for lack of budget: the work item sends them.
     Budget,
     /// Nothing more is sent from here: the transmit is held (KUnit) or
@@ -488,3 +554,7 @@ const TX_BUDGET_ATOMIC: usize = 64;
 /// Packets one process-context flush (a doorbell, a pass of the work item)
 /// sends before it defers to the work item.
 const TX_BUDGET_PROCESS: usize = 256;
+
+/// The most packets a lane's spare vector is kept for (a 1 MiB READ's
+/// responses at MTU 1024 are 1024: a burst's vector is freed).
+const SPARE_MAX: usize = 64;

@@ -135,10 +135,12 @@ pub(crate) struct QpState {
     dev: *const RroceDev,
     /// What the transport reads and nobody changes after create.
     pub(crate) fixed: QpFixed,
-    /// Someone is sending the packets of `TransportState::tx` (requests).
-    tx_busy: AtomicBool,
-    /// Someone is sending the packets of `TransportState::rtx` (responses).
-    rtx_busy: AtomicBool,
+    /// Who sends the packets of `TransportState::tx` (requests), one
+    /// context at a time, and that sender's spare vector
+    /// (`lanes::LaneSender`).
+    tx_lane: lanes::LaneSender,
+    /// The same for `TransportState::rtx` (responses).
+    rtx_lane: lanes::LaneSender,
     /// The CPU the QP's requests last left from (`u32::MAX`: none yet);
     /// they keep leaving from it while some are in flight
     /// (`tx::QpState::send_queued`).
@@ -450,7 +452,6 @@ fn new_state(
                     rq_shadow: r.rq_shadow,
                     tx: KVec::new(),
                     rtx: KVec::new(),
-                    spare: [KVec::new(), KVec::new()],
                     req_built: 0,
                     mtu: transport::mtu_bytes(sys::ib_mtu_IB_MTU_256),
                     epoch: 0,
@@ -493,8 +494,8 @@ fn new_state(
             timer: core::ptr::null_mut(),
             route: core::ptr::null_mut(),
         },
-        tx_busy: AtomicBool::new(false),
-        rtx_busy: AtomicBool::new(false),
+        tx_lane: lanes::LaneSender::new(),
+        rtx_lane: lanes::LaneSender::new(),
         tx_home: AtomicU32::new(u32::MAX),
         tx_kick_cpu: AtomicU32::new(u32::MAX),
         tx_node: UnsafeCell::new(sys::llist_node {

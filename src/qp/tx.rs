@@ -294,10 +294,11 @@ impl QpState {
     /// says whether it was held).
     #[cfg(CONFIG_KUNIT)]
     pub(crate) fn hold_responses(&self, hold: bool) -> bool {
+        let lane = self.lane_sender(Lane::Resp);
         if hold {
-            return !self.rtx_busy.swap(true, Ordering::Acquire);
+            return lane.hold();
         }
-        let held = self.rtx_busy.swap(false, Ordering::Release);
+        let held = lane.release();
         self.flush_tx();
         held
     }

@@ -91,6 +91,12 @@ selftest_suite!(
 );
 
 selftest_suite!(
+    rroce_engine_lane,
+    crate::engine::lane::selftest,
+    [alone, found_sending,]
+);
+
+selftest_suite!(
     rroce_engine_psn,
     crate::engine::psn::selftest,
     [construction, wrap, diff, window, classify,]

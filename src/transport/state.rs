@@ -121,12 +121,6 @@ pub(crate) struct TransportState {
     pub(crate) tx: KVec<Skb>,
     /// Responses to send once the lock is dropped ([`Lane::Resp`]).
     pub(crate) rtx: KVec<Skb>,
-    /// Empty vectors that kept their memory, one per lane (`[Lane::index]`):
-    /// a sender takes a lane's queue and leaves the spare in its place,
-    /// then gives the sent batch back as the next spare ([`Self::take_lane`],
-    /// [`Self::give_back`]), so that queueing and sending a packet allocate
-    /// and free no vector.
-    pub(crate) spare: [KVec<Skb>; 2],
     /// Request packets built into `tx` so far (wrapping): a context that
     /// built none need not send that lane, whoever built them does
     /// (`QpState::deliver`).
@@ -166,14 +160,6 @@ impl Lane {
     /// ACK or a READ response is what the peer waits for).
     pub(crate) const ALL: [Lane; 2] = [Lane::Resp, Lane::Req];
 
-    /// The lane as an index (0 or 1).
-    pub(crate) const fn index(self) -> usize {
-        match self {
-            Lane::Req => 0,
-            Lane::Resp => 1,
-        }
-    }
-
     /// A bit of its own for each lane, for a set of lanes in a `u8`.
     pub(crate) const fn bit(self) -> u8 {
         match self {
@@ -190,10 +176,6 @@ impl Lane {
         }
     }
 }
-
-/// The most packets a lane's spare vector is kept for (a 1 MiB READ's
-/// responses at MTU 1024 are 1024: a burst's vector is freed).
-pub(crate) const SPARE_MAX: usize = 64;
 
 /// Packets taken from a QP's queues that will not be sent: freed when
 /// this is dropped, which its holder does after releasing the QP's lock
@@ -244,25 +226,10 @@ impl TransportState {
         }
     }
 
-    /// Takes `lane`'s queue to be sent, leaving the lane's spare in its
-    /// place (empty; with memory once a batch was given back).
-    pub(crate) fn take_lane(&mut self, lane: Lane) -> KVec<Skb> {
-        let spare = core::mem::take(&mut self.spare[lane.index()]);
+    /// Takes `lane`'s queue to be sent, leaving `spare` (an empty vector,
+    /// with memory once a sender kept one: `qp::lanes`) in its place.
+    pub(crate) fn take_lane(&mut self, lane: Lane, spare: KVec<Skb>) -> KVec<Skb> {
         core::mem::replace(self.queue_mut(lane), spare)
-    }
-
-    /// Gives back `batch`, a vector [`Self::take_lane`] returned, now sent
-    /// and empty, as `lane`'s spare. Returns the vector to free once the
-    /// QP's lock is released: the spare it replaces (one with no memory),
-    /// or `batch` itself if it still holds packets or grew past
-    /// [`SPARE_MAX`] (a burst's vector is not kept).
-    #[must_use = "freed only once the QP's lock is released"]
-    pub(crate) fn give_back(&mut self, lane: Lane, mut batch: KVec<Skb>) -> KVec<Skb> {
-        let spare = &mut self.spare[lane.index()];
-        if batch.is_empty() && batch.capacity() <= SPARE_MAX && spare.capacity() == 0 {
-            core::mem::swap(spare, &mut batch);
-        }
-        batch
     }
 
     /// Takes what waits in both queues (RESET, or a QP or netdev going
