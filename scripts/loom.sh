@@ -7,7 +7,8 @@
 # Usage: scripts/loom.sh [TESTNAME-FILTER]
 #
 # Environment:
-#   LOOM_MAX_PREEMPTIONS  preemption bound (default 5: ~10 s; 3: ~3 s; 8: ~1 min)
+#   LOOM_MAX_PREEMPTIONS  preemption bound (default 5: ~40 s, the lane models
+#                         capped at 4 and 5; 3: ~5 s)
 #   CARGO_BUILD_JOBS      build parallelism (default 1)
 # Loom builds go to target/loom so they do not evict the normal test build.
 set -euo pipefail
