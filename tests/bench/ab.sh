@@ -6,8 +6,9 @@
 # earlier commit's (B), swapped between runs, same boot, same
 # topology as the table (tests/bench/topology.sh), runs interleaved A/B,
 # on the rows where a datapath change shows (bandwidth at 64 KiB and 1 MiB,
-# both MTUs, 1 and 4 QPs; 64-byte WRITE; 2-byte latency; with
-# BENCH_AB_ROWS=lat only 64-byte READ, SEND and WRITE and the latencies). Writes one CSV
+# both MTUs, 1 and 4 QPs; 4 KiB READ, SEND and WRITE; 64-byte WRITE; 2-byte
+# latency; with BENCH_AB_ROWS=lat only 64-byte and 4 KiB READ, SEND and
+# WRITE and the latencies). Writes one CSV
 # line per run to $RROCE_RUN/ab.csv: side,test,size,mtu,qps,rep,value
 # (side A or B; value in MiB/s or usec, as the table's).
 cd "$(dirname "$0")/../.." || exit 1
@@ -61,7 +62,8 @@ ab() {
 	done
 }
 # BENCH_AB_ROWS=lat (make bench-ab ROWS=lat): only the latency rows and
-# the small-message ones, for a change that steers small messages.
+# the small-message ones (64 B and 4 KiB), for a change that steers small
+# messages.
 ROWS=${BENCH_AB_ROWS:-all}
 case $ROWS in
 all | lat) ;;
@@ -81,6 +83,9 @@ else
 	ab ib_read_bw 64 bw 1024 1
 	ab ib_send_bw 64 bw 1024 1
 fi
+for prog in ib_read_bw ib_send_bw ib_write_bw; do
+	ab $prog 4096 bw 1024 1
+done
 ab ib_write_bw 64 bw 1024 1
 for prog in ib_send_lat ib_write_lat ib_read_lat; do
 	ab $prog 2 lat 1024 1
