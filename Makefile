@@ -70,9 +70,10 @@ bench:
 bench-ab:
 	@PARAM=$(PARAM) BASE=$(BASE) ROWS=$(ROWS) scripts/bench.sh ab
 
-# Where the CPU time goes in some of the benchmark's rows (perf in the VM).
+# Where the CPU time goes in some of the benchmark's rows (perf in the VM;
+# with UML=1 the host's perf, and ROWS=4k for the 4 KiB rows).
 profile:
-	@scripts/bench.sh profile
+	@PROFILE_ROWS=$(ROWS) scripts/bench.sh profile
 
 # rdma-core's pyverbs suite on rroce and rdma_rxe side by side
 # (Documentation/pyverbs-compare.rst).

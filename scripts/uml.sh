@@ -40,7 +40,7 @@ timeout -k 10 "$timeout" "$B/linux" mem=2G ncpus=2 seccomp=on \
 	RROCE_ROOT="$RROCE_ROOT" RROCE_RUN="$RUN" RROCE_MODULE="$MODULE" \
 	RROCE_UML_BUILD="$B" RROCE_MHZ="${mhz:-2000}" \
 	${BENCH_REPS:+BENCH_REPS=$BENCH_REPS} ${BENCH_AB_PARAM:+BENCH_AB_PARAM=$BENCH_AB_PARAM} ${BENCH_AB_ROWS:+BENCH_AB_ROWS=$BENCH_AB_ROWS} \
-	${BENCH_AB_MODULE_B:+BENCH_AB_MODULE_B=$BENCH_AB_MODULE_B} </dev/null | tee "$RUN/console" |
+	${BENCH_AB_MODULE_B:+BENCH_AB_MODULE_B=$BENCH_AB_MODULE_B} ${PROFILE_ROWS:+PROFILE_ROWS=$PROFILE_ROWS} </dev/null | tee "$RUN/console" |
 	grep -v '^\[ *[0-9.]*\] '
 set -e
 [ -f "$RUN/rc" ] || die "UML ended without finishing the command (console: $RUN/console)"
