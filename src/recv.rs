@@ -38,7 +38,7 @@ use crate::{
         icrc::{self, ICRC_LEN},
         rc::checks,
         scatter::Scatter,
-        wire::{self, Direction},
+        wire::{self, Direction, OpKind},
     },
     net::skb::Received,
     qp::QpState,
@@ -267,8 +267,23 @@ fn parse<'p>(roce: Scatter<'p>) -> Result<wire::Packet<'p>, wire::ParseError> {
     }
 }
 
-/// Where a packet of `role`, `len` bytes of RoCE, for `qp` is dispatched:
-/// [`handover::place`], counted on the QP's role when on a thread.
+/// The DMA length a READ request asks for, while the module parameter
+/// `rx_handover_reads` weighs READ requests by it
+/// ([`handover::weight`]); `None` for any other packet.
+fn read_len(pkt: &wire::Packet<'_>) -> Option<u32> {
+    if pkt.info().kind != OpKind::RdmaReadRequest {
+        return None;
+    }
+    // SAFETY: plain read of a module parameter.
+    if !unsafe { sys::rroce_helper_rx_handover_reads() } {
+        return None;
+    }
+    pkt.headers().reth.map(|r| r.len)
+}
+
+/// Where a packet of `role`, weighing `len` ([`handover::weight`]), for
+/// `qp` is dispatched: [`handover::place`], counted on the QP's role when
+/// on a thread.
 fn place(qp: &QpState, role: Role, len: usize) -> Place {
     let Some(state) = qp.rx.get(role.index()) else {
         return Place::Here;
@@ -345,7 +360,8 @@ fn deliver<'g>(
     let parsed = parse(roce);
     if let Ok(pkt) = &parsed {
         if let Some((qp, role)) = target(dev, pkt, guard) {
-            if let Place::Thread(cpu) = place(qp, role, roce.len()) {
+            let weight = handover::weight(roce.len(), read_len(pkt));
+            if let Place::Thread(cpu) = place(qp, role, weight) {
                 // INVARIANT: `place` counted it on the QP's role.
                 return Verdict::HandOver(HandOver {
                     dev: dev_ref,

@@ -1100,6 +1100,21 @@ module_param(rx_handover, bool, 0644);
 MODULE_PARM_DESC(rx_handover,
 		 "process large received packets on another CPU's receive thread (default: on)");
 
+/*
+ * rx_handover_reads weighs a READ request by the responses it asks for, so
+ * that a large READ is answered on another CPU than the one its responses
+ * return to (src/engine/handover.rs, weight()).
+ */
+static bool rx_handover_reads = true;
+module_param(rx_handover_reads, bool, 0644);
+MODULE_PARM_DESC(rx_handover_reads,
+		 "hand a large READ request to another CPU's receive thread, as its responses' size (default: on)");
+
+bool rroce_helper_rx_handover_reads(void)
+{
+	return READ_ONCE(rx_handover_reads);
+}
+
 /* At most this many packets wait on one CPU's thread (netdev_max_backlog's
  * default); more are dropped, and counted on their device, as the backlog
  * does. */

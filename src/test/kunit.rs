@@ -84,6 +84,7 @@ selftest_suite!(
         keeps_order,
         alone_stays,
         by_size_and_role,
+        read_weight,
         role_index,
         role_state,
         doorbells,

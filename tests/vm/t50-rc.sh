@@ -253,6 +253,44 @@ check rc.stream_not_read_latency stream none ib_read_lat -n 300 -s 2
 check rc.stream_off stream_off
 sed 's/^/    info: /' /tmp/stream.info 2>/dev/null
 
+# READ requests weighed by their responses (module parameter
+# rx_handover_reads, engine::handover::weight): with two CPUs the request
+# of a 64 KiB READ is dispatched by the other CPU's receive thread at the
+# responder, rroce0, which receives nothing but READ requests in
+# ib_read_bw (so its rcvd_handed counts only them); the request of a 4
+# KiB READ (below the 16 KiB floor) is not, nor that of a 64 KiB READ
+# with the parameter off. The data path of large READs with the default
+# is what rroce_rc (data compared) and every READ above run. Catches: the
+# weight never applied, applied below its floor, the parameter ignored.
+RHR=/sys/module/rroce/parameters/rx_handover_reads
+# read_weight WANT SIZE: WANT is "some" or "none" READ requests handed over.
+read_weight() {
+	local want=$1 size=$2 b a
+	b=$(counter_of rroce0 rcvd_handed) || return 1
+	perf ib_read_bw -n 200 -s "$size" || return 1
+	a=$(counter_of rroce0 rcvd_handed) || return 1
+	echo "ib_read_bw -s $size (rx_handover_reads $(cat $RHR)): rroce0 rcvd_handed $b -> $a (want $want, $(nproc) CPUs)" |
+		tee -a /tmp/reads.info
+	if [ "$want" = some ] && [ "$(nproc)" -ge 2 ]; then
+		[ "$a" -gt "$b" ] || { echo "no READ request handed over"; return 1; }
+	elif [ "$want" != some ]; then
+		[ "$a" = "$b" ] || { echo "READ requests handed over"; return 1; }
+	fi
+}
+read_weight_off() {
+	local rc=0 was
+	was=$(cat $RHR) || return 1
+	echo N >$RHR || return 1
+	read_weight none 65536 || rc=1
+	echo "$was" >$RHR || rc=1
+	return $rc
+}
+rm -f /tmp/reads.info
+check rc.read_request_weighed read_weight some 65536
+check rc.read_request_light read_weight none 4096
+check rc.read_request_weight_off read_weight_off
+sed 's/^/    info: /' /tmp/reads.info 2>/dev/null
+
 # All sizes (-a: 2 bytes to 8 MiB), few iterations.
 check_retry rc.ib_send_bw_all perf ib_send_bw -a -n 5
 check_retry rc.ib_write_bw_all perf ib_write_bw -a -n 5
