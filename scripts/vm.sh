@@ -73,6 +73,8 @@ printf '%s\n' "$cmd" >"$RUN/cmd"
 	echo "BENCH_AB_ROWS='${BENCH_AB_ROWS:-}'"
 	# ... or the module it runs against instead (make bench-ab BASE=).
 	echo "BENCH_AB_MODULE_B='${BENCH_AB_MODULE_B:-}'"
+	# tests/bench/profile.sh: which rows (make profile ROWS=small).
+	echo "PROFILE_ROWS='${PROFILE_ROWS:-}'"
 } >"$RUN/env"
 
 accel=(--disable-kvm)

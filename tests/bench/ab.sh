@@ -8,8 +8,8 @@
 # on the rows where a datapath change shows (bandwidth at 64 KiB and 1 MiB,
 # both MTUs, 1 and 4 QPs; 4 KiB READ, SEND and WRITE; 64-byte WRITE; 2-byte
 # latency; with BENCH_AB_ROWS=lat only 64-byte and 4 KiB READ, SEND and
-# WRITE and the latencies). Writes one CSV
-# line per run to $RROCE_RUN/ab.csv: side,test,size,mtu,qps,rep,value
+# WRITE and the latencies; with BENCH_AB_ROWS=read the READ rows). Writes
+# one CSV line per run to $RROCE_RUN/ab.csv: side,test,size,mtu,qps,rep,value
 # (side A or B; value in MiB/s or usec, as the table's).
 cd "$(dirname "$0")/../.." || exit 1
 . tests/demo/netns.sh
@@ -64,11 +64,29 @@ ab() {
 # BENCH_AB_ROWS=lat (make bench-ab ROWS=lat): only the latency rows and
 # the small-message ones (64 B and 4 KiB), for a change that steers small
 # messages.
+# BENCH_AB_ROWS=read: the READ rows only (every size, MTU and QP count
+# of the table, both READ latencies), for a change that steers READs.
 ROWS=${BENCH_AB_ROWS:-all}
 case $ROWS in
-all | lat) ;;
-*) echo "BENCH_AB_ROWS=$ROWS: all or lat"; exit 1 ;;
+all | lat | read) ;;
+*) echo "BENCH_AB_ROWS=$ROWS: all, lat or read"; exit 1 ;;
 esac
+if [ "$ROWS" = read ]; then
+	for size in 65536 1048576; do
+		for mtu in 1024 4096; do
+			for qps in 1 4; do
+				ab ib_read_bw $size bw $mtu $qps
+			done
+		done
+	done
+	ab ib_read_bw 64 bw 1024 1
+	ab ib_read_bw 4096 bw 1024 1
+	ab ib_read_lat 2 lat 1024 1
+	ab ib_read_lat 4096 lat 1024 1
+	use A
+	bench_teardown
+	exit 0
+fi
 if [ "$ROWS" = all ]; then
 	for prog in ib_send_bw ib_write_bw ib_read_bw; do
 		for size in 65536 1048576; do

@@ -24,6 +24,23 @@ echo -1 >/proc/sys/kernel/perf_event_paranoid
 echo 0 >/proc/sys/kernel/kptr_restrict
 TOP=${PROFILE_TOP:-30}
 
+# counters DEV...: every hardware counter of the devices' port 1, one
+# "dev name value" per line (rdma_rxe's are not per device here).
+counters() {
+	local d
+	for d in "$@"; do
+		rdma statistic show link "$d/1" 2>/dev/null | tr ' ' '\n' | grep -v '^$' |
+			paste - - | awk -v d="$d" '$2 ~ /^[0-9]+$/ { print d, $1, $2 }'
+	done
+}
+
+# diff_counters BEFORE: from "dev name value" lines on stdin (after), the
+# ones that moved, as "dev name +delta".
+diff_counters() {
+	awk 'NR == FNR { v[$1 " " $2] = $3; next }
+		$3 != v[$1 " " $2] { printf "%s %s +%d\n", $1, $2, $3 - v[$1 " " $2] }' "$1" -
+}
+
 # row DRIVER PROG SIZE MTU QPS N
 row() {
 	local drv=$1 prog=$2 size=$3 mtu=$4 qps=$5 n=$6 sa sb dev0 dev1 ip v data opts
@@ -32,6 +49,7 @@ row() {
 	# The latency programs take no -q.
 	opts="-m $mtu -s $size -n $n"
 	[ "${prog%_lat}" != "$prog" ] || opts="$opts -q $qps"
+	counters $dev0 $dev1 >/tmp/p.c0
 	ip netns exec $sa timeout 120 $prog -d $dev0 $opts >/tmp/p.srv 2>&1 &
 	wait_server $sa
 	perf record -q -e cpu-clock -F 999 -a -o $data -- \
@@ -54,6 +72,8 @@ row() {
 		echo "-- kernel symbols (share of all samples)"
 		perf report -q -i $data --sort dso,sym --stdio --kallsyms=/proc/kallsyms 2>/dev/null |
 			grep '\[k\]' | head -"$TOP" | sed -E 's/_RNv[A-Za-z0-9_]*10rroce_main/rroce::/'
+		echo "-- counters that moved (both ends; rroce's only)"
+		counters $dev0 $dev1 | diff_counters /tmp/p.c0
 		echo "-- the driver's own functions"
 		perf report -q -i $data --sort sym --stdio --kallsyms=/proc/kallsyms 2>/dev/null |
 			grep -E '(rroce|rxe)' | head -15 | sed -E 's/_RNv[A-Za-z0-9_]*10rroce_main/rroce::/'
@@ -63,10 +83,29 @@ row() {
 	rm -f $data
 	echo "  $drv $prog $size mtu $mtu x$qps: ${v:-FAILED}"
 }
+# PROFILE_ROWS=small (make profile ROWS=small): the per-message rows
+# instead, where the two drivers are within a few percent of each other
+# in the TCG tables (64-byte WRITE and READ, the 2-byte WRITE and READ
+# round trips), the 64 KiB READ at MTU 4096 (no faster than at MTU 1024)
+# and the 4 KiB READ round trip (twice rdma_rxe's).
 for drv in rroce rxe; do
-	row $drv ib_send_bw 65536 1024 1 1500
-	row $drv ib_send_bw 65536 1024 4 1500
-	row $drv ib_write_lat 2 1024 1 2000
+	case ${PROFILE_ROWS:-} in
+	small)
+		# Each a few seconds under TCG: shorter, the profile is the
+		# programs' start-up as much as the row.
+		row $drv ib_write_bw 64 1024 1 200000
+		row $drv ib_read_bw 64 1024 1 200000
+		row $drv ib_read_bw 65536 4096 1 20000
+		row $drv ib_write_lat 2 1024 1 100000
+		row $drv ib_read_lat 2 1024 1 100000
+		row $drv ib_read_lat 4096 1024 1 20000
+		;;
+	*)
+		row $drv ib_send_bw 65536 1024 1 1500
+		row $drv ib_send_bw 65536 1024 4 1500
+		row $drv ib_write_lat 2 1024 1 2000
+		;;
+	esac
 done
 bench_teardown
 exit 0
