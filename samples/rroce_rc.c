@@ -828,6 +828,32 @@ static void test_odp_slow(void)
 	/* Otherwise the pages were quick and this proved nothing. */
 	CHECK(took > 0.5, "ODP slow pages: the pages took longer than the retry budget "
 	      "(4 x 67 ms): %.2f s", took);
+	/* A SEND whose only SGE waits for slow pages (nothing of it sent, so
+	 * nothing in flight, no timer), and a second SEND posted while it
+	 * waits: that doorbell runs the requester, which must still come back
+	 * for the first once its pages are in. Both complete, in order. Pages
+	 * 1.5 MiB into the file: out of the earlier reads' readahead. */
+	fill(A.buf + 65536, head, 86);
+	memset(B.buf + 131072, 0xee, 2 * tail);
+	t0 = now();
+	g = !post_recv(&B, qb, 87, 131072, tail) && !post_recv(&B, qb, 88, 131072 + tail, tail) &&
+	    !ibv_post_send(qa, &(struct ibv_send_wr){
+		    .wr_id = 89, .opcode = IBV_WR_SEND,
+		    .num_sge = 1,
+		    .sg_list = &(struct ibv_sge){ (uintptr_t)m + (3 << 19), tail, mr->lkey },
+	    }, &(struct ibv_send_wr *){ NULL }) &&
+	    !post_send(&A, qa, 90, IBV_WR_SEND, 65536, tail, IBV_SEND_SIGNALED, 0, 0);
+	g = g ? poll_n(A.scq, &wc, 1) : 0;
+	took = now() - t0;
+	ok = g == 1 && wc.status == IBV_WC_SUCCESS && wc.wr_id == 90;
+	CHECK(ok, "ODP slow pages: a SEND posted while the one before waits %.2f s for its pages "
+	      "completes (%s)", took, g ? ibv_wc_status_str(wc.status) : "no completion");
+	if (!ok)
+		show_qps(qa, qb);
+	g = poll_n(B.rcq, &wc, 2);
+	CHECK(g == 2 && !memcmp(B.buf + 131072, m + (3 << 19), tail) &&
+		      !memcmp(B.buf + 131072 + tail, A.buf + 65536, tail),
+	      "ODP slow pages: both SENDs arrived, in order (%d completions)", g);
 	/* The responder's side: B WRITEs into pages of the file 1 MiB on (out
 	 * of the first read's readahead); A's responder sends RNR NAKs until
 	 * they are read. */

@@ -85,7 +85,12 @@ impl Ctx<'_> {
     pub(super) fn copy_new_wqes(&mut self) -> Result<(), crate::engine::ring::RingError> {
         let avail = self.inner.sq.available(&self.qp.sq_buf)?;
         let end = avail.min(self.inner.req.fetched.saturating_add(FETCH_BUDGET));
-        self.inner.req.pending = end < avail;
+        // A requester stopped for ODP pages stays pending: the work item
+        // runs it again once they are in. A pass in between (a doorbell,
+        // the completion of an earlier message) must not take that away,
+        // or the stopped WQE waits for ever when nothing is in flight to
+        // time out.
+        self.inner.req.pending = end < avail || self.inner.req.odp_wait;
         while self.inner.req.fetched < end {
             let k = self.inner.req.fetched;
             let Ok(slot) = self.inner.sq.peek_nth(&self.qp.sq_buf, k) else {
