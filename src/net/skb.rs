@@ -31,13 +31,15 @@ use crate::{
 /// `skb` points at an skb nobody else owns; `data` is null (a received
 /// packet) or points at `cap` bytes of its linear data, owned with it.
 /// `pending` is null or an skb nobody else owns either, with `pending_len`
-/// bytes of data. `run.tail` is null or the last skb of `skb`'s frag list.
+/// bytes of data at `pending_data`. `run.tail` is null or the last skb of
+/// `skb`'s frag list, with `run.tail_len` bytes of data at `run.tail_data`.
 pub(crate) struct Skb {
     skb: NonNull<sys::sk_buff>,
     data: *mut u8,
     cap: usize,
     run: Run,
     pending: *mut sys::sk_buff,
+    pending_data: *mut u8,
     pending_len: usize,
 }
 
@@ -56,8 +58,10 @@ struct Run {
     open: bool,
     /// Whether its packets go over IPv6.
     ipv6: bool,
-    /// The last skb of the frag list (null: none yet).
+    /// The last skb of the frag list (null: none yet), and its packet.
     tail: *mut sys::sk_buff,
+    tail_data: *mut u8,
+    tail_len: usize,
 }
 
 // SAFETY: an owned skb may be sent and freed from any context.
@@ -126,6 +130,7 @@ impl Skb {
             cap,
             run,
             pending: null_mut(),
+            pending_data: null_mut(),
             pending_len: 0,
         }
     }
@@ -137,6 +142,7 @@ impl Skb {
             // freed once.
             unsafe { sys::rroce_helper_kfree_skb(self.pending) };
             self.pending = null_mut();
+            self.pending_data = null_mut();
         }
     }
 
@@ -263,6 +269,30 @@ impl Skb {
         unsafe { core::slice::from_raw_parts_mut(self.data, self.cap) }
     }
 
+    /// The bytes (BTH through ICRC) of the last packet it holds, to be
+    /// changed before [`Skb::send`] writes the ICRC; `None` for a received
+    /// packet or an empty run.
+    pub(crate) fn last_packet_mut(&mut self) -> Option<&mut [u8]> {
+        if self.data.is_null() || self.run.pkts == 0 {
+            return None;
+        }
+        let (at, len) = if self.run.seg == 0 {
+            (self.data, self.cap)
+        } else if self.run.pkts == 1 {
+            (self.data, self.run.seg)
+        } else {
+            (self.run.tail_data, self.run.tail_len)
+        };
+        if at.is_null() {
+            return None;
+        }
+        // SAFETY: a single packet's `cap` bytes at `data`, a run's first
+        // packet (`seg` bytes at `data`) or its frag list's last skb's
+        // `tail_len` bytes at `tail_data`: ours (type invariant), borrowed
+        // mutably through `self`.
+        Some(unsafe { core::slice::from_raw_parts_mut(at, len) })
+    }
+
     /// Whether one more packet of `len` bytes may join this GSO run: it is
     /// open and not full, and `len` is its segment size (or, past the
     /// first packet, shorter).
@@ -298,6 +328,7 @@ impl Skb {
         let (skb, data) = alloc_raw(ndev, self.run.ipv6, len)?;
         // INVARIANT: a new skb of ours with `len` bytes at `data`.
         self.pending = skb.as_ptr();
+        self.pending_data = data;
         self.pending_len = len;
         // SAFETY: as just said, borrowed mutably through `self`.
         Some(unsafe { core::slice::from_raw_parts_mut(data, len) })
@@ -322,9 +353,13 @@ impl Skb {
         // of the head's frag list, which the pending skb joins (so it is
         // owned with the head from now on).
         unsafe { sys::rroce_helper_run_chain(self.skb.as_ptr(), self.run.tail, self.pending) };
-        // INVARIANT: the chained skb is the frag list's last.
+        // INVARIANT: the chained skb is the frag list's last, its packet
+        // the pending one's.
         self.run.tail = self.pending;
+        self.run.tail_data = self.pending_data;
+        self.run.tail_len = self.pending_len;
         self.pending = null_mut();
+        self.pending_data = null_mut();
         self.run.pkts = self.run.pkts.saturating_add(1);
         if len < self.run.seg {
             self.run.open = false;
@@ -519,6 +554,8 @@ pub(crate) fn alloc_gso(
             open: true,
             ipv6,
             tail: null_mut(),
+            tail_data: null_mut(),
+            tail_len: 0,
         },
     ))
 }
@@ -533,6 +570,8 @@ impl Run {
             open: false,
             ipv6,
             tail: null_mut(),
+            tail_data: null_mut(),
+            tail_len: 0,
         }
     }
 }
@@ -624,7 +663,7 @@ pub(crate) unsafe fn net_of(ndev: *mut sys::net_device) -> usize {
 /// Checks run by KUnit.
 #[cfg(CONFIG_KUNIT)]
 pub(crate) mod selftest {
-    use super::{alloc_gso, null_mut, sys, NonNull, Skb};
+    use super::{alloc, alloc_gso, null_mut, sys, NonNull, Skb};
     use crate::engine::{icrc, wire};
 
     /// A received packet is read where the skb holds it: whole in its
@@ -721,12 +760,21 @@ pub(crate) mod selftest {
             }
             buf.fill(i);
             run.commit(len);
+            // The packet just committed is the one a requester pass marks.
+            let last = run.last_packet_mut().ok_or("no last packet")?;
+            if last.len() != len || last.iter().any(|b| *b != i) {
+                return Err("the last packet is the one committed last");
+            }
         }
         if run.packets() != 3 || run.can_append(64) || run.can_append(8) {
             return Err("a shorter packet ends the run");
         }
-        // An appended packet never committed is freed with the run.
+        // An appended packet never committed is freed with the run, and
+        // is not its last.
         let _ = run.append(lo, 8);
+        if run.last_packet_mut().map(|p| p.len()) != Some(40) {
+            return Err("an uncommitted packet became the last");
+        }
         let mut next = null_mut();
         // IPv4 and UDP headers: room in front of each later packet.
         const ROOM: u32 = 28;
@@ -772,6 +820,14 @@ pub(crate) mod selftest {
         }
         if alloc_gso(lo, false, 64, 1).is_some() {
             return Err("a run of one packet");
+        }
+        let mut one = alloc(lo, false, 24).ok_or("alloc")?;
+        one.buf().fill(5);
+        if one
+            .last_packet_mut()
+            .is_none_or(|p| p.len() != 24 || p.iter().any(|b| *b != 5))
+        {
+            return Err("a single packet is its own last");
         }
         Ok(())
     }

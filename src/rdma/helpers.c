@@ -1115,6 +1115,21 @@ bool rroce_helper_rx_handover_reads(void)
 	return READ_ONCE(rx_handover_reads);
 }
 
+/*
+ * tx_ack_at_tail asks for one ACK per requester pass, on its last request
+ * packet, instead of one per message (src/engine/rc/window.rs,
+ * ask_at_tail()).
+ */
+static bool tx_ack_at_tail = true;
+module_param(tx_ack_at_tail, bool, 0644);
+MODULE_PARM_DESC(tx_ack_at_tail,
+		 "RC: ask for one ACK per batch of messages sent together, not one per message (default: on)");
+
+bool rroce_helper_tx_ack_at_tail(void)
+{
+	return READ_ONCE(tx_ack_at_tail);
+}
+
 /* At most this many packets wait on one CPU's thread (netdev_max_backlog's
  * default); more are dropped, and counted on their device, as the backlog
  * does. */

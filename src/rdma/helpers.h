@@ -169,6 +169,7 @@ bool rroce_helper_queue_work(struct work_struct *work);
 int rroce_helper_tx_elsewhere(u32 home);
 int rroce_helper_tx_stream_cpu(void);
 bool rroce_helper_rx_handover_reads(void);
+bool rroce_helper_tx_ack_at_tail(void);
 bool rroce_helper_queue_work_on(u32 cpu, struct work_struct *work);
 bool rroce_helper_cancel_work_sync(struct work_struct *work);
 bool rroce_helper_in_atomic_bh(void);

@@ -262,6 +262,12 @@ pub(crate) struct Req {
     rd_retry: Option<u32>,
     /// Packets sent since the last ACK request.
     noack: u32,
+    /// This pass asks for one ACK at its tail (module parameter
+    /// `tx_ack_at_tail`, read once per pass), and a data packet it queued
+    /// since its last request went without one
+    /// (`engine::rc::window::ask_at_tail`).
+    ack_at_tail: bool,
+    pass_unasked: bool,
     /// The send window: shrunk after losses, grown back with progress.
     window: Window,
     /// The last fetch left published WQEs for a later pass

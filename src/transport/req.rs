@@ -7,7 +7,7 @@
 use kernel::prelude::*;
 
 use super::{
-    timeout_us, Ctx, RegWr, Req, SendOp, SgeError, FETCH_BUDGET, SEND_FENCE, SEND_INLINE,
+    timeout_us, Ctx, Lane, RegWr, Req, SendOp, SgeError, FETCH_BUDGET, SEND_FENCE, SEND_INLINE,
     SEND_IP_CSUM, SEND_SIGNALED, SEND_SOLICITED, WR_REG_MR,
 };
 use crate::{
@@ -18,7 +18,7 @@ use crate::{
         psn::Psn,
         rc::{
             completer::{rewind_target, Rewind, SentWqe},
-            requester,
+            requester, window,
         },
         wire::{self, AtomicEth, Headers, Ieth, ImmDt, Opcode, Reth},
     },
@@ -322,6 +322,9 @@ impl Ctx<'_> {
         }
         self.fetch();
         let was_idle = self.inner.req.una == self.inner.req.max_psn;
+        // SAFETY: plain read of a module parameter.
+        self.inner.req.ack_at_tail = !self.qp.uc && unsafe { sys::rroce_helper_tx_ack_at_tail() };
+        self.inner.req.pass_unasked = false;
         while !self.inner.req.rnr_wait
             && !self.inner.req.odp_wait
             && self.inner.req.cur < self.inner.req.fetched
@@ -395,11 +398,34 @@ impl Ctx<'_> {
                 }
             }
         }
+        self.ask_at_tail();
         if was_idle && self.inner.req.una != self.inner.req.max_psn {
             self.arm_retry_timer();
         }
         // Nothing in flight: an invalid WQE at the head completes now.
         self.complete_ready();
+    }
+
+    /// Ends a pass that queued data packets without an ACK request since
+    /// its last one by setting AckReq on its last queued request packet
+    /// (`engine::rc::window::ask_at_tail`). Nothing takes packets from the
+    /// request lane while the pass holds the QP's lock, so that packet is
+    /// the pass's last, and its ICRC is written only when it is sent.
+    fn ask_at_tail(&mut self) {
+        let r = &mut self.inner.req;
+        if !window::ask_at_tail(r.ack_at_tail, r.pass_unasked) {
+            return;
+        }
+        r.pass_unasked = false;
+        let marked = self
+            .inner
+            .queue_mut(Lane::Req)
+            .last_mut()
+            .and_then(|skb| skb.last_packet_mut())
+            .is_some_and(wire::set_ack_req);
+        if marked {
+            self.inner.req.noack = 0;
+        }
     }
 
     /// Sends the next packet of WQE `k`. `Ok(false)`: could not (memory).
@@ -444,7 +470,8 @@ impl Ctx<'_> {
             h.bth.solicited = op.flags & SEND_SOLICITED != 0;
         }
         self.inner.req.noack += 1;
-        if !self.qp.uc && self.inner.req.window.ack_req(last, self.inner.req.noack) {
+        let r = &self.inner.req;
+        if !self.qp.uc && r.window.ack_req_in_pass(last, r.noack, r.ack_at_tail) {
             h.bth.ack_req = true;
         }
         let elem_k = k;
@@ -480,6 +507,7 @@ impl Ctx<'_> {
                 if h.bth.ack_req {
                     self.inner.req.noack = 0;
                 }
+                self.inner.req.pass_unasked = !h.bth.ack_req && !self.qp.uc;
                 self.inner.req.cur_off += n;
                 self.inner.req.advance(1, last);
                 if self.qp.uc {
@@ -522,6 +550,8 @@ impl Ctx<'_> {
         if !matches!(self.queue(&h, 0, |_, _| Ok(())), Ok(true)) {
             return false;
         }
+        // It asks: its responses acknowledge every request before it.
+        self.inner.req.pass_unasked = false;
         if !done {
             self.inner.req.cur_off = off.saturating_add(len);
         }
@@ -553,6 +583,7 @@ impl Ctx<'_> {
         if !matches!(self.queue(&h, 0, |_, _| Ok(())), Ok(true)) {
             return false;
         }
+        self.inner.req.pass_unasked = false;
         self.inner.req.advance(1, true);
         true
     }

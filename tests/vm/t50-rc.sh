@@ -291,6 +291,43 @@ check rc.read_request_light read_weight none 4096
 check rc.read_request_weight_off read_weight_off
 sed 's/^/    info: /' /tmp/reads.info 2>/dev/null
 
+# One ACK per requester pass (module parameter tx_ack_at_tail,
+# engine::rc::window::ask_at_tail): 64-byte WRITEs posted 16 to a doorbell
+# (perftest -l 16) ask for an ACK at the end of each pass, so the
+# responder, rroce0, which sends nothing but ACKs in ib_write_bw, sends
+# far fewer than one per message; with the parameter off, every message's
+# last packet asks, and it sends at least one per message. The data and
+# status of every operation with the default are what rroce_rc and every
+# perftest run above check. Catches: the tail never marked (off-like
+# counts), marked while messages still ask, the parameter ignored.
+AAT=/sys/module/rroce/parameters/tx_ack_at_tail
+# ack_tail WANT: WANT is "few" (at most one ACK per 4 messages) or "each".
+ack_tail() {
+	local want=$1 n=2048 b a
+	b=$(counter_of rroce0 sent_pkts) || return 1
+	perf ib_write_bw -n $n -s 64 -l 16 || return 1
+	a=$(counter_of rroce0 sent_pkts) || return 1
+	echo "ib_write_bw -s 64 -l 16 -n $n (tx_ack_at_tail $(cat $AAT)): rroce0 sent_pkts $b -> $a (want $want)" |
+		tee -a /tmp/acks.info
+	if [ "$want" = few ]; then
+		[ $(((a - b) * 4)) -le $n ] || { echo "more than one ACK per 4 messages"; return 1; }
+	else
+		[ $((a - b)) -ge $n ] || { echo "fewer ACKs than messages"; return 1; }
+	fi
+}
+ack_tail_off() {
+	local rc=0 was
+	was=$(cat $AAT) || return 1
+	echo N >$AAT || return 1
+	ack_tail each || rc=1
+	echo "$was" >$AAT || rc=1
+	return $rc
+}
+rm -f /tmp/acks.info
+check rc.ack_once_per_pass ack_tail few
+check rc.ack_per_message_off ack_tail_off
+sed 's/^/    info: /' /tmp/acks.info 2>/dev/null
+
 # All sizes (-a: 2 bytes to 8 MiB), few iterations.
 check_retry rc.ib_send_bw_all perf ib_send_bw -a -n 5
 check_retry rc.ib_write_bw_all perf ib_write_bw -a -n 5

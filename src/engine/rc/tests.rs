@@ -14,7 +14,7 @@ use super::{
         opcode_sequence_ok, payload_len_ok, reth_len_ok, uc_request, Duplicate, RdEntry, RdKind,
         RdTable, ReadReplay, RequestClass, UcRequest, MAX_MSG_LEN,
     },
-    window::{Window, ACK_EVERY, MIN_WINDOW, WINDOW},
+    window::{ask_at_tail, Window, ACK_EVERY, MIN_WINDOW, WINDOW},
 };
 use crate::engine::{
     psn::{Psn, PSN_HALF, PSN_MASK},
@@ -102,6 +102,28 @@ fn window_ack_request_interval() {
     // Twice per window once the window is below 2 * ACK_EVERY.
     assert!(!small.ack_req(false, MIN_WINDOW / 2 - 1));
     assert!(small.ack_req(false, MIN_WINDOW / 2));
+}
+
+#[test]
+fn window_ack_request_once_per_pass() {
+    let w = Window::default();
+    // Off: as `ack_req`.
+    assert!(w.ack_req_in_pass(true, 1, false));
+    assert!(!w.ack_req_in_pass(false, 1, false));
+    // On: a message end asks only when due; the tail asks for the rest.
+    assert!(!w.ack_req_in_pass(true, 1, true));
+    assert!(!w.ack_req_in_pass(true, ACK_EVERY - 1, true));
+    assert!(w.ack_req_in_pass(true, ACK_EVERY, true));
+    assert!(w.ack_req_in_pass(false, ACK_EVERY, true));
+    let mut small = w;
+    for _ in 0..4 {
+        small.on_loss();
+    }
+    assert!(small.ack_req_in_pass(false, MIN_WINDOW / 2, true));
+    assert!(!small.ack_req_in_pass(true, MIN_WINDOW / 2 - 1, true));
+    assert!(ask_at_tail(true, true));
+    assert!(!ask_at_tail(true, false));
+    assert!(!ask_at_tail(false, true));
 }
 
 // ---- completer -----------------------------------------------------------

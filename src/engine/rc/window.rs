@@ -64,6 +64,39 @@ impl Window {
     /// window must not stall waiting for an ACK nobody asked for, so it
     /// asks at least twice per window.
     pub fn ack_req(self, last: bool, noack: u32) -> bool {
-        last || noack >= ACK_EVERY.min(self.size() / 2)
+        last || self.ack_due(noack)
     }
+
+    /// Whether `noack` packets (this one included) going without an ACK
+    /// request is enough to ask: [`ACK_EVERY`], or half a shrunken window.
+    pub fn ack_due(self, noack: u32) -> bool {
+        noack >= ACK_EVERY.min(self.size() / 2)
+    }
+
+    /// [`Self::ack_req`] when one requester pass asks once at its tail
+    /// (`at_tail`, see [`ask_at_tail`]): a message's last packet asks only
+    /// if it is due anyway; the pass's last packet asks for the rest.
+    pub fn ack_req_in_pass(self, last: bool, noack: u32, at_tail: bool) -> bool {
+        if at_tail {
+            self.ack_due(noack)
+        } else {
+            self.ack_req(last, noack)
+        }
+    }
+}
+
+/// Whether a requester pass that queued data packets ends by setting the
+/// AckReq bit of its last queued request packet: some packet it queued
+/// since its last ACK request went without one (`unasked`).
+///
+/// Without it every message's last packet asks for an ACK, so a pass of
+/// small messages costs the responder one ACK (and the requester one
+/// receive) per message. With it, the pass asks once: an ACK covers every
+/// PSN up to its own, so each message of the pass still completes when it
+/// comes back, and every pass that sends ends with a request, so nothing
+/// waits for an ACK nobody asked for. A pass stopped in a message's middle
+/// (the window, absent ODP pages) asks at that packet: the messages before
+/// it complete without waiting for the rest.
+pub const fn ask_at_tail(at_tail: bool, unasked: bool) -> bool {
+    at_tail && unasked
 }

@@ -164,6 +164,18 @@ pub const fn pad_len(payload_len: usize) -> usize {
     }
 }
 
+/// Sets the AckReq bit of the built packet `pkt` (BTH first), before its
+/// ICRC is written; `false` (nothing changed) if it is shorter than a BTH.
+pub fn set_ack_req(pkt: &mut [u8]) -> bool {
+    match pkt.get_mut(..BTH_LEN).and_then(|b| b.get_mut(8)) {
+        Some(b8) => {
+            *b8 |= 0x80;
+            true
+        }
+        None => false,
+    }
+}
+
 /// Length of the UDP payload (headers, payload, pad and ICRC) of a packet
 /// with opcode `opcode` and `payload_len` bytes of payload, or `None` if that
 /// overflows.

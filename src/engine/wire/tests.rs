@@ -20,6 +20,34 @@ fn selftests() {
 }
 
 #[test]
+fn set_ack_req_marks_only_the_bit() {
+    let mut h = Headers::new(Bth::new(
+        Opcode::RcWriteOnly,
+        DEFAULT_PKEY,
+        0x12345,
+        Psn::new(77),
+    ));
+    h.reth = Some(Reth {
+        va: 0x1000,
+        rkey: 9,
+        len: 5,
+    });
+    let mut buf = [0u8; 64];
+    let n = build(&h, b"hello", &mut buf).unwrap();
+    let mut marked = buf;
+    assert!(set_ack_req(&mut marked[..n]));
+    let p = parse(&marked[..n], None).unwrap();
+    assert!(p.bth().ack_req);
+    assert_eq!(p.bth().dest_qpn, 0x12345);
+    assert_eq!(p.bth().psn, Psn::new(77));
+    assert_eq!(p.bth().opcode, Opcode::RcWriteOnly);
+    // Only byte 8 changed (the ICRC is written after).
+    let diff: Vec<usize> = (0..n).filter(|&i| buf[i] != marked[i]).collect();
+    assert_eq!(diff, vec![8]);
+    assert!(!set_ack_req(&mut marked[..BTH_LEN - 1]));
+}
+
+#[test]
 fn display() {
     assert_eq!(
         Opcode::RcSendOnlyInv.to_string(),
