@@ -47,6 +47,73 @@ fn set_ack_req_marks_only_the_bit() {
     assert!(!set_ack_req(&mut marked[..BTH_LEN - 1]));
 }
 
+/// An RC ACK of `psn` and `msn` to QP 0x12345 with `syndrome`.
+fn ack(psn: u32, msn: u32, syndrome: Syndrome) -> Headers {
+    let mut h = Headers::new(Bth::new(
+        Opcode::RcAck,
+        DEFAULT_PKEY,
+        0x12345,
+        Psn::new(psn),
+    ));
+    h.aeth = Some(Aeth { syndrome, msn });
+    h
+}
+
+/// `h` built as it waits in a queue: headers, then a zero ICRC.
+fn queued(h: &Headers) -> Vec<u8> {
+    let mut buf = vec![0u8; packet_len(h.bth.opcode, 0).unwrap()];
+    build_headers(h, 0, &mut buf).unwrap();
+    buf
+}
+
+#[test]
+fn merge_ack_takes_a_later_plain_ack_only() {
+    let plain = Syndrome::Ack {
+        credits: Syndrome::CREDITS_INVALID,
+    };
+    let mut pkt = queued(&ack(10, 3, plain));
+    // A later ACK replaces it, the whole of it.
+    assert!(merge_ack(&mut pkt, &ack(14, 5, plain)));
+    assert_eq!(pkt, queued(&ack(14, 5, plain)));
+    // The same PSN again (a duplicate's re-ACK) merges too.
+    assert!(merge_ack(&mut pkt, &ack(14, 5, plain)));
+    // An earlier PSN, across the 24-bit wrap, does not.
+    let mut wrap = queued(&ack(2, 1, plain));
+    assert!(!merge_ack(&mut wrap, &ack(0xff_fff0, 1, plain)));
+    assert!(merge_ack(&mut wrap, &ack(5, 2, plain)));
+    let mut late = queued(&ack(0xff_fffe, 1, plain));
+    assert!(merge_ack(&mut late, &ack(1, 2, plain)));
+    assert_eq!(late, queued(&ack(1, 2, plain)));
+    // Never a NAK, either way.
+    let nak = Syndrome::Nak(NakCode::PsnSequenceError);
+    let rnr = Syndrome::RnrNak { timer: 4 };
+    for s in [nak, rnr] {
+        let before = queued(&ack(10, 3, plain));
+        let mut p = before.clone();
+        assert!(!merge_ack(&mut p, &ack(11, 3, s)));
+        assert_eq!(p, before);
+        let before = queued(&ack(10, 3, s));
+        let mut p = before.clone();
+        assert!(!merge_ack(&mut p, &ack(11, 3, plain)));
+        assert_eq!(p, before);
+    }
+    // Another QP's ACK, or a packet that is no ACK, is left alone.
+    let mut other = ack(11, 4, plain);
+    other.bth.dest_qpn = 0x12346;
+    let before = queued(&ack(10, 3, plain));
+    let mut p = before.clone();
+    assert!(!merge_ack(&mut p, &other));
+    assert_eq!(p, before);
+    let mut atomic = ack(10, 3, plain);
+    atomic.bth.opcode = Opcode::RcAtomicAck;
+    atomic.atomic_ack_eth = Some(AtomicAckEth { orig: 7 });
+    let before = queued(&atomic);
+    let mut p = before.clone();
+    assert!(!merge_ack(&mut p, &ack(11, 3, plain)));
+    assert_eq!(p, before);
+    assert!(!merge_ack(&mut [0u8; 8], &ack(11, 3, plain)));
+}
+
 #[test]
 fn display() {
     assert_eq!(
