@@ -73,14 +73,10 @@ pub(crate) enum Counter {
     /// pending). A small stream's doorbell handing its transmit over is
     /// `TxStreamed`.
     TxKickedHome,
-    /// ACKs a responder did not send because a later one, built while
-    /// the first still waited to be sent, took its place
-    /// (`engine::wire::merge_ack`, module parameter `rx_merge_acks`).
-    AcksMerged,
 }
 
 /// Number of counters.
-pub(crate) const COUNT: usize = 27;
+pub(crate) const COUNT: usize = 26;
 
 /// The names `rdma statistic` shows, in [`Counter`] order (NUL-terminated).
 const NAMES: [&[u8]; COUNT] = [
@@ -110,7 +106,6 @@ const NAMES: [&[u8]; COUNT] = [
     b"rcvd_handover_full\0",
     b"tx_streamed\0",
     b"tx_kicked_home\0",
-    b"acks_merged\0",
 ];
 
 /// The counters of one device; all zero is a valid initial value (the

@@ -43,7 +43,6 @@ use crate::{
     net::skb::Received,
     qp::QpState,
     rdma::sys,
-    transport::Lane,
 };
 
 /// A reference on an rroce device found for a received packet, dropped
@@ -131,11 +130,6 @@ pub(crate) struct Handed {
     dev: DevRef,
     qp: *const QpState,
     role: Role,
-    /// The next packet its thread processes is for the same QP and role,
-    /// and sends what this one builds ([`Handed::hold`]).
-    held: bool,
-    /// Its dispatch sent what it built, or left it to the next packet.
-    sent: bool,
 }
 
 impl Handed {
@@ -151,19 +145,7 @@ impl Handed {
             dev: DevRef(dev),
             qp,
             role: Role::from_index(role),
-            held: false,
-            sent: false,
         }
-    }
-
-    /// `more`: the receive thread processes another packet for the same
-    /// QP and role right after this one. Its dispatch then leaves what it
-    /// builds queued on the QP for that packet's to send (with it, what
-    /// that one builds: an ACK still queued takes in a later one,
-    /// `engine::wire::merge_ack`). The last packet of such a run sends,
-    /// dispatched or not (`Drop`), so nothing waits beyond the run.
-    pub(crate) fn hold(&mut self, more: bool) {
-        self.held = more;
     }
 
     /// The QP.
@@ -180,11 +162,6 @@ impl Handed {
 
 impl Drop for Handed {
     fn drop(&mut self) {
-        if !self.sent && !self.held {
-            // Not dispatched (dropped on the way), at the end of a run of
-            // packets that held what they built: it is sent now.
-            self.qp().flush_lanes(&[Lane::Resp]);
-        }
         // Before the device reference goes (the fields drop after this);
         // the last touch of the QP for this packet (`RroceQp::destroy`).
         self.qp().rx[self.role.index()].done();
@@ -229,7 +206,7 @@ pub(crate) fn receive<'g>(rx: &Received<'_>, guard: &'g rcu::Guard) -> Verdict<'
 /// halves disabled), `pkt` from its IP header on, as [`receive`] read it:
 /// its ICRC is checked, then it is dispatched to the QP found for it.
 /// `true`: used, or dropped and counted (the caller consumes it).
-pub(crate) fn receive_handed(pkt: Scatter<'_>, mut h: Handed) -> bool {
+pub(crate) fn receive_handed(pkt: Scatter<'_>, h: Handed) -> bool {
     let guard = rcu::read_lock();
     // The headers [`receive`] checked: only their places are found again.
     let Some(ip) = ip_info(pkt.head()) else {
@@ -249,8 +226,7 @@ pub(crate) fn receive_handed(pkt: Scatter<'_>, mut h: Handed) -> bool {
         return false;
     };
     h.count(Counter::RcvdHanded);
-    dispatch(dev, h.qp(), &p, &ip, &guard, h.held);
-    h.sent = true;
+    dispatch(dev, h.qp(), &p, &ip, &guard);
     true
 }
 
@@ -395,7 +371,7 @@ fn deliver<'g>(
                 });
             }
             if icrc_holds(dev, unchecked) {
-                dispatch(dev, qp, pkt, ip, guard, false);
+                dispatch(dev, qp, pkt, ip, guard);
             }
             return Verdict::Taken;
         }
@@ -423,7 +399,7 @@ fn deliver<'g>(
         dev.counters.inc(c);
         return Verdict::Taken;
     }
-    dispatch(dev, qp, &pkt, ip, guard, false);
+    dispatch(dev, qp, &pkt, ip, guard);
     Verdict::Taken
 }
 
@@ -465,7 +441,7 @@ fn deliver_multicast(dev: &RroceDev, pkt: &wire::Packet<'_>, ip: &IpInfo<'_>, gu
             dev.counters.inc(c);
             return;
         }
-        dispatch(dev, qp, pkt, ip, guard, false);
+        dispatch(dev, qp, pkt, ip, guard);
     });
     if !found {
         dev.counters.inc(Counter::NoQp);
@@ -509,20 +485,17 @@ fn check_type_keys(qp: &QpState, pkt: &wire::Packet<'_>) -> Result<(), Counter> 
 /// the UD receiver; for an RC QP, once the packet's addresses are the
 /// QP's path (rxe's `check_addr`), a request to the responder and a
 /// response to the completer. Then sends what they built.
-/// `held`: what the responder builds is left queued for the next packet's
-/// dispatch to send ([`Handed::hold`]).
 fn dispatch(
     dev: &RroceDev,
     qp: &QpState,
     pkt: &wire::Packet<'_>,
     ip: &IpInfo<'_>,
     guard: &rcu::Guard,
-    held: bool,
 ) {
     let direction = pkt.info().direction;
     let ud = qp.is_ud();
     let l3 = ip.header;
-    qp.deliver_held(guard, held, |ctx| {
+    qp.deliver(guard, |ctx| {
         if ud {
             if direction == Direction::Request {
                 ctx.on_datagram(pkt, l3);

@@ -65,26 +65,16 @@ pub(super) fn queue(skb: Skb, h: HandOver<'_>) {
     }
 }
 
-/// A receive thread's function for each packet handed to it; `more`: the
-/// next packet it processes is for the same QP and role (module parameter
-/// `rx_merge_acks`), so what this one builds may wait for it
-/// ([`Handed::hold`]).
+/// A receive thread's function for each packet handed to it.
 ///
 /// # Safety
 ///
 /// Called by the receive thread, bottom halves disabled, with an skb it
 /// owns and the values [`queue`] queued with it (from
 /// `HandOver::into_raw`), once.
-unsafe extern "C" fn process(
-    skb: *mut sys::sk_buff,
-    dev: *mut c_void,
-    qp: *mut c_void,
-    role: u32,
-    more: bool,
-) {
+unsafe extern "C" fn process(skb: *mut sys::sk_buff, dev: *mut c_void, qp: *mut c_void, role: u32) {
     // SAFETY: the parts of a hand-over, given back once (caller).
-    let mut h = unsafe { Handed::from_raw(dev.cast(), qp.cast(), role) };
-    h.hold(more);
+    let h = unsafe { Handed::from_raw(dev.cast(), qp.cast(), role) };
     let Some(skb) = NonNull::new(skb) else {
         return;
     };

@@ -708,28 +708,11 @@ impl QpState {
     /// there is about to send anyway: in a ping-pong, nearly every
     /// request.
     pub(crate) fn deliver(&self, guard: &rcu::Guard, f: impl FnOnce(&mut Ctx<'_>)) {
-        self.deliver_held(guard, false, f)
-    }
-
-    /// [`Self::deliver`]; `held` (a receive thread's packet followed by
-    /// another for this QP, `crate::recv::Handed::hold`) sends nothing
-    /// when only the response lane has packets: the next packet's
-    /// delivery sends them, with what it builds, and an ACK still queued
-    /// takes in a later one (`engine::wire::merge_ack`).
-    pub(crate) fn deliver_held(
-        &self,
-        guard: &rcu::Guard,
-        held: bool,
-        f: impl FnOnce(&mut Ctx<'_>),
-    ) {
         let budget = lanes::tx_budget();
         let mut inner = self.inner.lock();
         let built = inner.t.req_built;
         if !inner.dead {
             f(&mut self.ctx(&mut inner, guard));
-        }
-        if held && inner.t.req_built == built {
-            return;
         }
         let lanes: &[Lane] = if inner.t.req_built != built {
             &Lane::ALL

@@ -1130,22 +1130,6 @@ bool rroce_helper_tx_ack_at_tail(void)
 	return READ_ONCE(tx_ack_at_tail);
 }
 
-/*
- * rx_merge_acks lets a receive thread process the packets queued back to
- * back for one QP before it sends what they built, so that an ACK still
- * waiting to be sent takes in the later ones (src/engine/wire/codec.rs,
- * merge_ack()).
- */
-static bool rx_merge_acks = true;
-module_param(rx_merge_acks, bool, 0644);
-MODULE_PARM_DESC(rx_merge_acks,
-		 "RC: one ACK for the requests a receive thread finds queued together for a QP (default: on)");
-
-bool rroce_helper_rx_merge_acks(void)
-{
-	return READ_ONCE(rx_merge_acks);
-}
-
 /* At most this many packets wait on one CPU's thread (netdev_max_backlog's
  * default); more are dropped, and counted on their device, as the backlog
  * does. */
@@ -1199,21 +1183,6 @@ static struct llist_node *rroce_rxq_take(struct rroce_rxq *rq)
 	return llist_reverse_order(first);
 }
 
-/* Whether the packet queued after @skb (read before @skb leaves the list)
- * is for the same QP and role: then (rx_merge_acks) what @skb's processing
- * built is sent after the next one's. */
-static bool rroce_rxq_more(const struct sk_buff *skb)
-{
-	const struct rroce_rxq_cb *cb = (const struct rroce_rxq_cb *)skb->cb;
-	const struct llist_node *node = skb->ll_node.next;
-	const struct rroce_rxq_cb *n;
-
-	if (!node || !READ_ONCE(rx_merge_acks))
-		return false;
-	n = (const struct rroce_rxq_cb *)llist_entry(node, struct sk_buff, ll_node)->cb;
-	return n->qp == cb->qp && n->role == cb->role;
-}
-
 /* Processes the packets from @first on, bottom halves disabled, with a
  * chance for softirqs and other threads every RROCE_RXQ_BATCH. */
 static void rroce_rxq_drain(struct llist_node *first)
@@ -1224,12 +1193,11 @@ static void rroce_rxq_drain(struct llist_node *first)
 	local_bh_disable();
 	llist_for_each_entry_safe(skb, next, first, ll_node) {
 		struct rroce_rxq_cb *cb = (struct rroce_rxq_cb *)skb->cb;
-		bool more = rroce_rxq_more(skb);
 
 		/* ll_node shares skb->next: a packet leaves the list clean. */
 		skb->next = NULL;
 
-		rroce_rxq_process(skb, cb->dev, cb->qp, cb->role, more);
+		rroce_rxq_process(skb, cb->dev, cb->qp, cb->role);
 		if (++n % RROCE_RXQ_BATCH == 0) {
 			local_bh_enable();
 			cond_resched();

@@ -170,7 +170,6 @@ int rroce_helper_tx_elsewhere(u32 home);
 int rroce_helper_tx_stream_cpu(void);
 bool rroce_helper_rx_handover_reads(void);
 bool rroce_helper_tx_ack_at_tail(void);
-bool rroce_helper_rx_merge_acks(void);
 bool rroce_helper_queue_work_on(u32 cpu, struct work_struct *work);
 bool rroce_helper_cancel_work_sync(struct work_struct *work);
 bool rroce_helper_in_atomic_bh(void);
@@ -235,7 +234,7 @@ bool rroce_helper_crc32_le_fast(void);
  * hands, one by one and with bottom halves disabled, to the function given
  * to rroce_helper_rxq_start() together with the three values queued with
  * the packet. */
-typedef void (*rroce_rxq_fn)(struct sk_buff *skb, void *dev, void *qp, u32 role, bool more);
+typedef void (*rroce_rxq_fn)(struct sk_buff *skb, void *dev, void *qp, u32 role);
 /* Starts the workers (once: the module's first UDP socket pair); 0 or a
  * negative errno (then nothing is handed over). Process context. */
 /* What a receive thread calls for a QP whose transmit was kicked to it

@@ -81,32 +81,7 @@ impl<'a> Ctx<'a> {
         }
         let mut h = Headers::new(self.bth(Opcode::RcAck, psn));
         h.aeth = Some(Aeth { syndrome, msn });
-        if self.merge_ack(&h) {
-            return true;
-        }
         matches!(self.queue(&h, 0, |_, _| Ok(())), Ok(true))
-    }
-
-    /// Puts the ACK `h` in the place of one still queued at the tail of
-    /// the response lane, when it says all that one said
-    /// ([`wire::merge_ack`]; module parameter `rx_merge_acks`): nothing
-    /// takes packets from the lane while the QP's lock is held, and the
-    /// ICRC is written only when a packet is sent.
-    fn merge_ack(&mut self, h: &Headers) -> bool {
-        // SAFETY: plain read of a module parameter.
-        if !unsafe { sys::rroce_helper_rx_merge_acks() } {
-            return false;
-        }
-        let merged = self
-            .inner
-            .queue_mut(Lane::Resp)
-            .last_mut()
-            .and_then(|skb| skb.last_packet_mut())
-            .is_some_and(|pkt| wire::merge_ack(pkt, h));
-        if merged {
-            self.dev.counters.inc(Counter::AcksMerged);
-        }
-        merged
     }
 
     fn emit_atomic_ack(&mut self, psn: u32, msn: u32, orig: u64) -> bool {

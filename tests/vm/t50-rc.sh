@@ -328,43 +328,6 @@ check rc.ack_once_per_pass ack_tail few
 check rc.ack_per_message_off ack_tail_off
 sed 's/^/    info: /' /tmp/acks.info 2>/dev/null
 
-# ACKs merged by a receive thread (module parameter rx_merge_acks,
-# engine::wire::merge_ack): with two CPUs the packets of 64 KiB WRITEs are
-# dispatched by the responder's (rroce0's) receive thread, which sends
-# what a run of packets for one QP built only after the run's last, so
-# an ACK still queued takes in the next (acks_merged counts them), and
-# the responder sends fewer ACKs than the requester asks for. With the
-# parameter off, none is merged. Catches: the run never held, a merge
-# never made, the parameter ignored. (The data of every transfer with
-# the default is what rroce_rc and the perftest runs above check.)
-RMA=/sys/module/rroce/parameters/rx_merge_acks
-# ack_merge WANT: WANT is "some" or "none" ACKs merged.
-ack_merge() {
-	local want=$1 b a
-	b=$(counter_of rroce0 acks_merged) || return 1
-	perf ib_write_bw -n 500 -s 65536 || return 1
-	a=$(counter_of rroce0 acks_merged) || return 1
-	echo "ib_write_bw -s 65536 -n 500 (rx_merge_acks $(cat $RMA)): rroce0 acks_merged $b -> $a (want $want, $(nproc) CPUs)" |
-		tee -a /tmp/merge.info
-	if [ "$want" = some ] && [ "$(nproc)" -ge 2 ]; then
-		[ "$a" -gt "$b" ] || { echo "no ACK merged"; return 1; }
-	elif [ "$want" != some ]; then
-		[ "$a" = "$b" ] || { echo "ACKs merged"; return 1; }
-	fi
-}
-ack_merge_off() {
-	local rc=0 was
-	was=$(cat $RMA) || return 1
-	echo N >$RMA || return 1
-	ack_merge none || rc=1
-	echo "$was" >$RMA || rc=1
-	return $rc
-}
-rm -f /tmp/merge.info
-check rc.acks_merged ack_merge some
-check rc.acks_merged_off ack_merge_off
-sed 's/^/    info: /' /tmp/merge.info 2>/dev/null
-
 # All sizes (-a: 2 bytes to 8 MiB), few iterations.
 check_retry rc.ib_send_bw_all perf ib_send_bw -a -n 5
 check_retry rc.ib_write_bw_all perf ib_write_bw -a -n 5

@@ -176,37 +176,6 @@ pub fn set_ack_req(pkt: &mut [u8]) -> bool {
     }
 }
 
-/// Rewrites `pkt`, a built RC ACK still waiting to be sent (its ICRC not
-/// yet written), into the ACK `h`, when `h` says all it said and more: both
-/// are plain ACKs (never a NAK or an RNR NAK), to the same QP, and `h`'s
-/// PSN is at or after the queued one's. ACKs are cumulative, so the one
-/// packet then acknowledges what the two would have. `false`, and `pkt`
-/// unchanged, otherwise.
-pub fn merge_ack(pkt: &mut [u8], h: &Headers) -> bool {
-    let plain = |a: Option<Aeth>| {
-        matches!(
-            a,
-            Some(Aeth {
-                syndrome: Syndrome::Ack { .. },
-                ..
-            })
-        )
-    };
-    if h.bth.opcode != Opcode::RcAck || !plain(h.aeth) {
-        return false;
-    }
-    let Ok(q) = parse(pkt, None) else {
-        return false;
-    };
-    let old = q.headers();
-    let ok = old.bth.opcode == Opcode::RcAck
-        && plain(old.aeth)
-        && old.bth.dest_qpn == h.bth.dest_qpn
-        && h.bth.psn.diff(old.bth.psn) >= 0
-        && q.payload().is_empty();
-    ok && build_headers(h, 0, pkt).is_ok()
-}
-
 /// Length of the UDP payload (headers, payload, pad and ICRC) of a packet
 /// with opcode `opcode` and `payload_len` bytes of payload, or `None` if that
 /// overflows.
