@@ -88,8 +88,14 @@ row() {
 # in the TCG tables (64-byte WRITE and READ, the 2-byte WRITE and READ
 # round trips), the 64 KiB READ at MTU 4096 (no faster than at MTU 1024)
 # and the 4 KiB READ round trip (twice rdma_rxe's).
+# PROFILE_ROWS=write (make profile ROWS=write): the WRITE rows short of the
+# goal with one QP, 4 KiB at MTU 1024 and 64 KiB at MTU 4096.
 for drv in rroce rxe; do
 	case ${PROFILE_ROWS:-} in
+	write)
+		row $drv ib_write_bw 4096 1024 1 40000
+		row $drv ib_write_bw 65536 4096 1 8000
+		;;
 	small)
 		# Each a few seconds under TCG: shorter, the profile is the
 		# programs' start-up as much as the row.
