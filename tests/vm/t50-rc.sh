@@ -296,19 +296,26 @@ sed 's/^/    info: /' /tmp/reads.info 2>/dev/null
 # (perftest -l 16) ask for an ACK at the end of each pass, so the
 # responder, rroce0, which sends nothing but ACKs in ib_write_bw, sends
 # far fewer than one per message; with the parameter off, every message's
-# last packet asks, and it sends at least one per message. The data and
-# status of every operation with the default are what rroce_rc and every
-# perftest run above check. Catches: the tail never marked (off-like
-# counts), marked while messages still ask, the parameter ignored.
+# last packet asks, and it sends at least one per message. n = 2032 (a
+# multiple of the post list, as perftest requires) is not a multiple of
+# ACK_EVERY (32): were a pass's tail never marked, the packet-count
+# requests alone would leave the run's last 16 WRITEs unacknowledged
+# until the retransmission timer fired (perftest -u 20: 4.3 s, far
+# beyond any scheduling delay), and the requester, rroce1, would count
+# retransmits. The data and status of every operation with the default
+# are what rroce_rc and every perftest run above check.
+# Catches: the tail never marked (retransmits), marked while messages
+# still ask (ACK count), the parameter ignored (ACK count when off).
 AAT=/sys/module/rroce/parameters/tx_ack_at_tail
 # ack_tail WANT: WANT is "few" (at most one ACK per 4 messages) or "each".
 ack_tail() {
-	local want=$1 n=2048 b a
-	b=$(counter_of rroce0 sent_pkts) || return 1
-	perf ib_write_bw -n $n -s 64 -l 16 || return 1
-	a=$(counter_of rroce0 sent_pkts) || return 1
-	echo "ib_write_bw -s 64 -l 16 -n $n (tx_ack_at_tail $(cat $AAT)): rroce0 sent_pkts $b -> $a (want $want)" |
+	local want=$1 n=2032 b a rb ra
+	b=$(counter_of rroce0 sent_pkts) && rb=$(counter_of rroce1 retransmits) || return 1
+	perf ib_write_bw -n $n -s 64 -l 16 -u 20 || return 1
+	a=$(counter_of rroce0 sent_pkts) && ra=$(counter_of rroce1 retransmits) || return 1
+	echo "ib_write_bw -s 64 -l 16 -n $n (tx_ack_at_tail $(cat $AAT)): rroce0 sent_pkts $b -> $a (want $want), rroce1 retransmits $rb -> $ra" |
 		tee -a /tmp/acks.info
+	[ "$ra" = "$rb" ] || { echo "the requester retransmitted: a pass's tail went unasked"; return 1; }
 	if [ "$want" = few ]; then
 		[ $(((a - b) * 4)) -le $n ] || { echo "more than one ACK per 4 messages"; return 1; }
 	else
