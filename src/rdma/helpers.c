@@ -1380,6 +1380,18 @@ int rroce_helper_tx_stream_cpu(void)
 	return other;
 }
 
+/*
+ * rx_ack_home hands a small response (an ACK) that arrives on a CPU whose
+ * receive thread took a request within the last tick to the other CPU's
+ * thread, where the requester's consumer most likely polls
+ * (src/engine/handover.rs, place(), rule 5). Off: such an ACK is
+ * processed where it arrives.
+ */
+static bool rx_ack_home = true;
+module_param(rx_ack_home, bool, 0644);
+MODULE_PARM_DESC(rx_ack_home,
+		 "hand an ACK arriving beside the responder's receive thread to the other CPU (default: on)");
+
 void rroce_helper_rxq_where(u32 *here, int *other, bool *here_takes_requests)
 {
 	struct rroce_rxq *qs;
@@ -1392,7 +1404,7 @@ void rroce_helper_rxq_where(u32 *here, int *other, bool *here_takes_requests)
 	qs = rcu_dereference(rroce_rxqs);
 	if (!qs)
 		goto out;
-	if (qs[cpu].worker)
+	if (qs[cpu].worker && READ_ONCE(rx_ack_home))
 		*here_takes_requests =
 			time_before_eq(jiffies, READ_ONCE(qs[cpu].last_request) + 1);
 	if (!READ_ONCE(rx_handover))
