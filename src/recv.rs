@@ -26,7 +26,7 @@
 //! it. Either way a packet is acted upon only once its ICRC held, and
 //! counted as it was before the hand-over existed.
 
-use core::mem::ManuallyDrop;
+use core::{mem::ManuallyDrop, sync::atomic::Ordering};
 
 use kernel::{prelude::*, sync::rcu};
 
@@ -288,8 +288,16 @@ fn place(qp: &QpState, role: Role, len: usize) -> Place {
     let Some(state) = qp.rx.get(role.index()) else {
         return Place::Here;
     };
+    // Only a response asks whether its requester waits for it.
+    let requester_waits = role == Role::Responses && qp.fixed.req_waits.load(Ordering::Relaxed);
     state.place(|waiting| {
-        handover::place(&Arrival { role, len, waiting }, || {
+        let arrival = Arrival {
+            role,
+            len,
+            waiting,
+            requester_waits,
+        };
+        handover::place(&arrival, || {
             let (mut here, mut other, mut takes) = (0u32, -1i32, false);
             // SAFETY: softirq context (the tunnel's receive callback).
             unsafe { sys::rroce_helper_rxq_where(&mut here, &mut other, &mut takes) };

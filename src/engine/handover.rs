@@ -160,6 +160,10 @@ pub struct Arrival {
     pub len: usize,
     /// Its role's packets waiting on a thread.
     pub waiting: Waiting,
+    /// For a response: its requester's transmit stopped with work left
+    /// that only an acknowledgement lets go (its send window or its
+    /// READ/atomic limit is full). Always `false` for a request.
+    pub requester_waits: bool,
 }
 
 /// Where the packet is processed.
@@ -182,17 +186,21 @@ pub enum Place {
 /// 4. A packet weighing [`MIN_HANDED_LEN`] bytes or more (a request's or
 ///    READ response's payload to check and copy, a READ request's
 ///    responses to build), on the other CPU.
-/// 5. A small response (an ACK) arriving on a CPU whose thread takes
-///    requests, on the other CPU: the requester's completer and the
-///    transmit it restarts then run where its consumer does, not beside
-///    the responder.
-/// 6. Anything else (ACKs elsewhere), here.
+/// 5. A small response (an ACK) to a requester whose transmit waits for
+///    it ([`Arrival::requester_waits`]), arriving on a CPU whose thread
+///    takes requests, on the other CPU: the transmit the ACK lets go
+///    (a CRC pass and a copy per packet) then runs where the requester's
+///    consumer does, not beside the responder.
+/// 6. Anything else, here: an ACK that only completes work (a stream
+///    that posts a message per doorbell sends each whole before its ACK
+///    comes back) costs less where it arrives than the other CPU's
+///    wake-up, a context switch per message on the CPU that posts them.
 pub fn place(a: &Arrival, cpus: impl FnOnce() -> Cpus) -> Place {
     if a.waiting.count > 0 {
         return Place::Thread(a.waiting.cpu);
     }
     let large = a.len >= MIN_HANDED_LEN;
-    if !large && a.role == Role::Requests {
+    if !large && (a.role == Role::Requests || !a.requester_waits) {
         return Place::Here;
     }
     let c = cpus();
@@ -329,6 +337,15 @@ pub mod selftest {
             role,
             len,
             waiting: Waiting::NONE,
+            requester_waits: false,
+        }
+    }
+
+    /// A response to a requester whose transmit waits for it.
+    fn awaited(len: usize) -> Arrival {
+        Arrival {
+            requester_waits: true,
+            ..arrival(Role::Responses, len)
         }
     }
 
@@ -398,12 +415,31 @@ pub mod selftest {
         check(p == Place::Here, "a small request stays")?;
         check(!asked, "a small request does not ask where the CPUs stand")?;
         check(
-            place(&arrival(Role::Responses, 28), two(false)) == Place::Here,
+            place(&awaited(28), two(false)) == Place::Here,
             "an ACK stays where no thread takes requests",
         )?;
         check(
-            place(&arrival(Role::Responses, 28), two(true)) == Place::Thread(1),
-            "an ACK where the thread takes requests goes back",
+            place(&awaited(28), two(true)) == Place::Thread(1),
+            "an awaited ACK where the thread takes requests goes back",
+        )?;
+        let mut asked = false;
+        let p = place(&arrival(Role::Responses, 28), || {
+            asked = true;
+            two(true)()
+        });
+        check(p == Place::Here, "an ACK nothing waits for stays")?;
+        check(!asked, "an ACK nothing waits for does not ask")?;
+        check(
+            place(&arrival(Role::Responses, 4096), two(false)) == Place::Thread(1),
+            "a large response goes, awaited or not",
+        )?;
+        let forced = Arrival {
+            requester_waits: true,
+            ..arrival(Role::Requests, 28)
+        };
+        check(
+            place(&forced, two(true)) == Place::Here,
+            "a small request stays whatever the flag says",
         )
     }
 
@@ -496,6 +532,7 @@ pub mod selftest {
                     role: Role::Requests,
                     len: 4096,
                     waiting: w,
+                    requester_waits: false,
                 },
                 two(false),
             )
@@ -508,6 +545,7 @@ pub mod selftest {
                     role: Role::Requests,
                     len: 8,
                     waiting: w,
+                    requester_waits: false,
                 },
                 two(false),
             )
@@ -525,6 +563,7 @@ pub mod selftest {
                     role: Role::Requests,
                     len: 8,
                     waiting: w,
+                    requester_waits: false,
                 },
                 two(false),
             )
@@ -584,7 +623,7 @@ mod tests {
     /// placed in turn, the threads draining at arbitrary moments in FIFO
     /// order. Returns the order in which packets were processed.
     fn run(
-        packets: &[(usize, bool)],
+        packets: &[(usize, bool, bool)],
         drains: &[bool],
         other: Option<u32>,
         role: Role,
@@ -593,7 +632,7 @@ mod tests {
         // One FIFO per CPU (0: here, 1: other); packets of the role only.
         let mut fifo: [Vec<usize>; 2] = [Vec::new(), Vec::new()];
         let state = RoleState::new();
-        for (i, &(len, recent)) in packets.iter().enumerate() {
+        for (i, &(len, recent, requester_waits)) in packets.iter().enumerate() {
             if drains.get(i).copied().unwrap_or(false) {
                 for f in fifo.iter_mut() {
                     for _ in f.iter() {
@@ -606,7 +645,13 @@ mod tests {
                 other,
                 here_takes_requests: recent,
             };
-            match state.place(|waiting| place(&Arrival { role, len, waiting }, cpus)) {
+            let arrival = |waiting| Arrival {
+                role,
+                len,
+                waiting,
+                requester_waits,
+            };
+            match state.place(|waiting| place(&arrival(waiting), cpus)) {
                 Place::Here => done.push(i),
                 Place::Thread(c) => fifo[(c & 1) as usize].push(i),
             }
@@ -623,7 +668,10 @@ mod tests {
         /// lost or processed twice.
         #[test]
         fn role_order_is_arrival_order(
-            packets in proptest::collection::vec((0usize..9000, any::<bool>()), 0..64),
+            packets in proptest::collection::vec(
+                (0usize..9000, any::<bool>(), any::<bool>()),
+                0..64,
+            ),
             drains in proptest::collection::vec(any::<bool>(), 0..64),
             other in proptest::option::of(0u32..2),
             role in role(),
@@ -635,8 +683,13 @@ mod tests {
 
         /// Nothing waits on a thread when there is no other CPU.
         #[test]
-        fn no_other_cpu_is_inline(len in 0usize..9000, recent in any::<bool>(), role in role()) {
-            let a = Arrival { role, len, waiting: Waiting::NONE };
+        fn no_other_cpu_is_inline(
+            len in 0usize..9000,
+            recent in any::<bool>(),
+            waits in any::<bool>(),
+            role in role(),
+        ) {
+            let a = Arrival { role, len, waiting: Waiting::NONE, requester_waits: waits };
             let cpus = move || Cpus { other: None, here_takes_requests: recent };
             prop_assert_eq!(place(&a, cpus), Place::Here);
         }
@@ -669,6 +722,7 @@ mod tests {
                                     role: Role::Requests,
                                     len: 4096,
                                     waiting,
+                                    requester_waits: false,
                                 },
                                 cpus,
                             )

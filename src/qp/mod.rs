@@ -493,6 +493,7 @@ fn new_state(
             rq_max_sge: r.rq_max_sge,
             timer: core::ptr::null_mut(),
             route: core::ptr::null_mut(),
+            req_waits: AtomicBool::new(false),
         },
         tx_lane: lanes::LaneSender::new(),
         rtx_lane: lanes::LaneSender::new(),

@@ -4,6 +4,8 @@
 //! MTU, gives them PSNs and sends what the window and the READ/atomic limit
 //! allow; `rewind` moves it back for go-back-N retransmission.
 
+use core::sync::atomic::Ordering;
+
 use kernel::prelude::*;
 
 use super::{
@@ -310,6 +312,7 @@ impl Ctx<'_> {
     /// Fetches new WQEs and sends what the window allows.
     pub(crate) fn run_requester(&mut self) {
         if self.inner.state == sys::ib_qp_state_IB_QPS_ERR {
+            self.qp.req_waits.store(false, Ordering::Relaxed);
             self.fetch();
             self.flush_sq();
             return;
@@ -318,9 +321,12 @@ impl Ctx<'_> {
             // Nothing is fetched below RTS: the work item has nothing
             // to come back for.
             self.inner.req.pending = false;
+            self.qp.req_waits.store(false, Ordering::Relaxed);
             return;
         }
         self.fetch();
+        // Whether the pass stops at the window or the READ/atomic limit.
+        let mut waits = false;
         let was_idle = self.inner.req.una == self.inner.req.max_psn;
         // SAFETY: plain read of a module parameter.
         self.inner.req.ack_at_tail = !self.qp.uc && unsafe { sys::rroce_helper_tx_ack_at_tail() };
@@ -358,6 +364,7 @@ impl Ctx<'_> {
             }
             let (psn, una) = (Psn::new(self.inner.req.psn), Psn::new(self.inner.req.una));
             if !self.inner.req.window.may_send(psn, una) {
+                waits = true;
                 break;
             }
             // Every READ request (each part of a READ) and atomic counts
@@ -370,9 +377,11 @@ impl Ctx<'_> {
                 0
             };
             if op.is_read_or_atomic() && rd >= u32::from(self.inner.attrs.max_rd_atomic).max(1) {
+                waits = true;
                 break;
             }
             if fenced && rd > 0 {
+                waits = true;
                 break;
             }
             if self.inner.req.cur_off == 0 {
@@ -398,6 +407,7 @@ impl Ctx<'_> {
                 }
             }
         }
+        self.qp.req_waits.store(waits, Ordering::Relaxed);
         self.ask_at_tail();
         if was_idle && self.inner.req.una != self.inner.req.max_psn {
             self.arm_retry_timer();

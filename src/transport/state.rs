@@ -21,6 +21,8 @@
 //! - error state (`flush.rs`): both rings' completions, `req`, `resp`,
 //!   `resp_q`, the timer.
 
+use core::sync::atomic::AtomicBool;
+
 use kernel::prelude::*;
 
 use super::{Req, Resp, RespQueue, SendOp};
@@ -89,6 +91,11 @@ pub(crate) struct QpFixed {
     /// A connected QP's cached route to its peer (null for UD, which
     /// sends to a new address each datagram, or without memory).
     pub(crate) route: *mut sys::rroce_route,
+    /// The requester's last pass stopped with work left that only an
+    /// acknowledgement lets go: its send window or its READ/atomic limit
+    /// was full (`engine::handover::Arrival::requester_waits`). Written
+    /// under the QP lock, read without it by the receive path: a hint.
+    pub(crate) req_waits: AtomicBool,
 }
 
 impl QpFixed {
