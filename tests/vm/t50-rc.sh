@@ -335,6 +335,51 @@ check rc.ack_once_per_pass ack_tail few
 check rc.ack_per_message_off ack_tail_off
 sed 's/^/    info: /' /tmp/acks.info 2>/dev/null
 
+# An ACK goes back to the requester's CPU only while the requester waits
+# for it (engine::handover::place, rule 5): its transmit stopped at the
+# send window (128 packets) or its READ/atomic limit. In ib_write_bw the
+# requester, rroce1, receives nothing but ACKs, so its rcvd_handed counts
+# the ACKs handed back. The 1024-byte data packets go to the responder's
+# receive thread on the other CPU, and an ACK that thread sends arrives
+# beside it. A 1 MiB WRITE is 1024 packets: the requester waits on its
+# window, and the ACKs go back. 4 KiB WRITEs at most 8 deep (-t 8) are at
+# most 32 packets in flight: the requester never waits, and no ACK goes
+# back. With the module parameter rx_ack_home off, none goes back even
+# while the requester waits. With one CPU nothing is handed at all.
+# Catches: every ACK handed back (the 8-deep stream), the hand-back lost
+# (the 1 MiB stream), the parameter ignored.
+RAH=/sys/module/rroce/parameters/rx_ack_home
+# ack_home WANT ARGS...: ib_write_bw ARGS; WANT "some" or "none" of
+# rroce1's received packets handed over.
+ack_home() {
+	local want=$1 b a
+	shift
+	[ "$(nproc)" -ge 2 ] || want=none
+	b=$(counter_of rroce1 rcvd_handed) || return 1
+	perf ib_write_bw "$@" || return 1
+	a=$(counter_of rroce1 rcvd_handed) || return 1
+	echo "ib_write_bw $* (rx_ack_home $(cat $RAH)): rroce1 rcvd_handed $b -> $a (want $want)" |
+		tee -a /tmp/ackhome.info
+	if [ "$want" = some ]; then
+		[ "$a" -gt "$b" ] || { echo "no ACK went back while the requester waited"; return 1; }
+	else
+		[ "$a" = "$b" ] || { echo "ACKs went back"; return 1; }
+	fi
+}
+ack_home_off() {
+	local rc=0 was
+	was=$(cat $RAH) || return 1
+	echo N >$RAH || return 1
+	ack_home none -n 20 -s 1048576 || rc=1
+	echo "$was" >$RAH || rc=1
+	return $rc
+}
+rm -f /tmp/ackhome.info
+check rc.ack_home_while_waiting ack_home some -n 20 -s 1048576
+check rc.ack_stays_when_not_waiting ack_home none -n 500 -s 4096 -t 8
+check rc.ack_home_off ack_home_off
+sed 's/^/    info: /' /tmp/ackhome.info 2>/dev/null
+
 # All sizes (-a: 2 bytes to 8 MiB), few iterations.
 check_retry rc.ib_send_bw_all perf ib_send_bw -a -n 5
 check_retry rc.ib_write_bw_all perf ib_write_bw -a -n 5
@@ -387,16 +432,21 @@ sleep 1
 
 # Packet loss and reordering: retransmission and go-back-N keep the data
 # intact, and the counters show the recovery.
-retx() { rdma statistic show link "$1/1" | grep -o 'retransmits [0-9]*' | awk '{print $2}'; }
-before=$(( $(retx rroce0) + $(retx rroce1) ))
+# retx: both devices' retransmits, or nothing if either cannot be read.
+retx() {
+	local r0 r1
+	r0=$(counter_of rroce0 retransmits) && r1=$(counter_of rroce1 retransmits) &&
+		echo $((r0 + r1))
+}
+before=$(retx)
 tc -n ns1 qdisc add dev v1 root netem loss 3% delay 1ms reorder 20% 50% 2>/dev/null &&
 	tc -n ns0 qdisc add dev v0 root netem loss 3% delay 1ms reorder 20% 50% 2>/dev/null
 if tc -n ns1 qdisc show dev v1 | grep -q netem; then
 	check rc.sample_under_loss sample -a rroce1 -b rroce0 -g 1 -q -l
 	LOSSY=1 check rc.pingpong_under_loss pingpong 1 100000
 	check rc.ib_send_bw_under_loss perf ib_send_bw -n 200 -s 65536
-	after=$(( $(retx rroce0) + $(retx rroce1) ))
-	if [ "$after" -gt "$before" ]; then
+	after=$(retx)
+	if [ -n "$before" ] && [ -n "$after" ] && [ "$after" -gt "$before" ]; then
 		pass rc.retransmits_counted
 	else
 		fail rc.retransmits_counted "retransmits went from $before to $after"
