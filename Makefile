@@ -71,8 +71,9 @@ bench-ab:
 	@PARAM=$(PARAM) BASE=$(BASE) ROWS=$(ROWS) scripts/bench.sh ab
 
 # Where the CPU time goes in some of the benchmark's rows (perf in the VM;
-# with UML=1 the host's perf, and ROWS=4k for the 4 KiB rows; ROWS=small and
-# ROWS=write in the VM: the per-message rows, the 1-QP WRITE rows).
+# with UML=1 the host's perf, and ROWS=4k for the 4 KiB rows; ROWS=small,
+# ROWS=write and ROWS=read4 in the VM: the per-message rows, the 1-QP WRITE
+# rows, the 4-QP READ rows).
 profile:
 	@PROFILE_ROWS=$(ROWS) scripts/bench.sh profile
 

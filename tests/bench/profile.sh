@@ -67,6 +67,8 @@ row() {
 		echo '```'
 		echo "-- by program"
 		perf report -q -i $data --sort comm --stdio 2>/dev/null | grep -v '^$' | head -8
+		echo "-- by CPU"
+		perf report -q -i $data --sort cpu --stdio 2>/dev/null | grep -v '^$' | head -4
 		echo "-- by binary"
 		perf report -q -i $data --sort dso --stdio 2>/dev/null | grep -v '^$' | head -8
 		echo "-- kernel symbols (share of all samples)"
@@ -90,11 +92,17 @@ row() {
 # and the 4 KiB READ round trip (twice rdma_rxe's).
 # PROFILE_ROWS=write (make profile ROWS=write): the WRITE rows short of the
 # goal with one QP, 4 KiB at MTU 1024 and 64 KiB at MTU 4096.
+# PROFILE_ROWS=read4 (make profile ROWS=read4): the 4-QP READ rows, short
+# of the goal at both MTUs, 64 KiB at MTU 1024 and 1 MiB at MTU 4096.
 for drv in rroce rxe; do
 	case ${PROFILE_ROWS:-} in
 	write)
 		row $drv ib_write_bw 4096 1024 1 40000
 		row $drv ib_write_bw 65536 4096 1 8000
+		;;
+	read4)
+		row $drv ib_read_bw 65536 1024 4 4000
+		row $drv ib_read_bw 1048576 4096 4 400
 		;;
 	small)
 		# Each a few seconds under TCG: shorter, the profile is the
