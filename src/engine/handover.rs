@@ -397,7 +397,8 @@ pub mod selftest {
 
     /// Large packets of either role go to the other CPU; small requests
     /// stay (without asking where the CPUs stand); small responses go only
-    /// where the thread takes requests.
+    /// where the thread takes requests and are awaited, and stay without
+    /// asking when they are not.
     pub fn by_size_and_role() -> Result<(), &'static str> {
         check(
             place(&arrival(Role::Requests, MIN_HANDED_LEN), two(false)) == Place::Thread(1),
@@ -430,8 +431,8 @@ pub mod selftest {
         check(p == Place::Here, "an ACK nothing waits for stays")?;
         check(!asked, "an ACK nothing waits for does not ask")?;
         check(
-            place(&arrival(Role::Responses, 4096), two(false)) == Place::Thread(1),
-            "a large response goes, awaited or not",
+            place(&awaited(4096), two(false)) == Place::Thread(1),
+            "a large awaited response goes too",
         )?;
         let forced = Arrival {
             requester_waits: true,

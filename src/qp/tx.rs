@@ -322,6 +322,14 @@ impl QpState {
         )
     }
 
+    /// The requester's hint to the receive hand-over: its last pass
+    /// stopped with work only an acknowledgement lets go
+    /// (`QpFixed::req_waits`).
+    #[cfg(CONFIG_KUNIT)]
+    pub(crate) fn requester_waits(&self) -> bool {
+        self.fixed.req_waits.load(Ordering::Relaxed)
+    }
+
     /// The packets waiting in both of the QP's lanes.
     #[cfg(CONFIG_KUNIT)]
     pub(crate) fn packets_waiting(&self) -> usize {

@@ -1381,16 +1381,17 @@ int rroce_helper_tx_stream_cpu(void)
 }
 
 /*
- * rx_ack_home hands a small response (an ACK) that arrives on a CPU whose
- * receive thread took a request within the last tick to the other CPU's
- * thread, where the requester's consumer most likely polls
+ * rx_ack_home hands a small response (an ACK) to a requester whose transmit
+ * waits for it (its send window or READ/atomic limit full), arriving on a
+ * CPU whose receive thread took a request within the last tick, to the
+ * other CPU's thread, where the requester's consumer most likely polls
  * (src/engine/handover.rs, place(), rule 5). Off: such an ACK is
  * processed where it arrives.
  */
 static bool rx_ack_home = true;
 module_param(rx_ack_home, bool, 0644);
 MODULE_PARM_DESC(rx_ack_home,
-		 "hand an ACK arriving beside the responder's receive thread to the other CPU (default: on)");
+		 "hand an ACK its requester waits for, arriving beside the responder's receive thread, to the other CPU (default: on)");
 
 void rroce_helper_rxq_where(u32 *here, int *other, bool *here_takes_requests)
 {

@@ -281,6 +281,7 @@ selftest_suite!(
         kernel_rc_qps,
         query_fills_every_field,
         reset_quiesces_qp,
+        requester_waits_hint,
         rejected_modify_changes_nothing,
         qp_table_full,
         query_ah_returns_its_address,

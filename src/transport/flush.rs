@@ -4,6 +4,8 @@
 //! both queues with `IB_WC_WR_FLUSH_ERR`; RTR and RTS reset the responder
 //! and the requester.
 
+use core::sync::atomic::Ordering;
+
 use super::{post_cqe_to, state::Unsent, Ctx, Req, Resp};
 use crate::{
     abi,
@@ -20,6 +22,7 @@ impl Ctx<'_> {
         // SAFETY: the timer lives as long as the QP.
         unsafe { sys::rroce_helper_timer_cancel(self.qp.timer) };
         self.inner.req.rnr_wait = false;
+        self.qp.req_waits.store(false, Ordering::Relaxed);
         self.flush_sq();
         self.flush_rq();
         if self.qp.srq().is_some() && !self.inner.resp.last_wqe {
@@ -154,6 +157,7 @@ impl Ctx<'_> {
         // SAFETY: the timer lives as long as the QP; a callback already
         // waiting for the lock finds the QP below RTS and does nothing.
         unsafe { sys::rroce_helper_timer_cancel(self.qp.timer) };
+        self.qp.req_waits.store(false, Ordering::Relaxed);
         if self.qp.srq().is_some() {
             // A WQE taken from the SRQ for a message in progress is this
             // QP's to complete: flushed, not lost.

@@ -347,6 +347,7 @@ impl Ctx<'_> {
                 // order. One executed before a rewind is not run again.
                 if !op.done {
                     if op.flags & SEND_FENCE != 0 && !self.all_done_before(k) {
+                        waits = true;
                         break;
                     }
                     if let Err(status) = self.local_op(&op) {

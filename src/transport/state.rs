@@ -54,7 +54,8 @@ pub(crate) struct QpAttrs {
 }
 
 /// What the transport reads of a QP and nobody changes after create
-/// (`timer`: after the QP is started, before it is published).
+/// (`timer`: after the QP is started, before it is published), but for
+/// one atomic hint (`req_waits`), written under the QP lock.
 ///
 /// # Invariants
 ///
