@@ -530,10 +530,8 @@ pub mod selftest {
         let p = r.place(|w| {
             place(
                 &Arrival {
-                    role: Role::Requests,
-                    len: 4096,
                     waiting: w,
-                    requester_waits: false,
+                    ..arrival(Role::Requests, 4096)
                 },
                 two(false),
             )
@@ -543,10 +541,8 @@ pub mod selftest {
         let p = r.place(|w| {
             place(
                 &Arrival {
-                    role: Role::Requests,
-                    len: 8,
                     waiting: w,
-                    requester_waits: false,
+                    ..arrival(Role::Requests, 8)
                 },
                 two(false),
             )
@@ -561,10 +557,8 @@ pub mod selftest {
         let p = r.place(|w| {
             place(
                 &Arrival {
-                    role: Role::Requests,
-                    len: 8,
                     waiting: w,
-                    requester_waits: false,
+                    ..arrival(Role::Requests, 8)
                 },
                 two(false),
             )

@@ -312,7 +312,7 @@ impl Ctx<'_> {
     /// Fetches new WQEs and sends what the window allows.
     pub(crate) fn run_requester(&mut self) {
         if self.inner.state == sys::ib_qp_state_IB_QPS_ERR {
-            self.qp.req_waits.store(false, Ordering::Relaxed);
+            // `enter_error` cleared the hint; nothing sets it in ERR.
             self.fetch();
             self.flush_sq();
             return;

@@ -251,71 +251,76 @@ fn big(len: usize, seed: Option<u8>) -> Result<KVVec<u8>, &'static str> {
 /// packets than the window (`engine::rc::window::WINDOW`, 128) holds.
 const WINDOW_WRITE: usize = 200 << 10;
 
-/// Waits (up to 10 s) until `n` or more request packets wait behind the
-/// held transmit of `st`.
-fn wait_built(st: &QpState, n: usize) -> bool {
+/// Posts (`post`: whether it succeeded) with `st`'s transmit held
+/// (`QpState::hold_tx_after`), so that nothing is acknowledged meanwhile,
+/// waits (up to 10 s) until `n` request packets are built behind the
+/// gate, reads the requester's hint, and opens the gate again whatever
+/// happened. Fails with `errs`: the post failed, the packets were not
+/// built, the requester does not wait.
+fn waits_while_held(
+    st: &QpState,
+    n: usize,
+    post: impl FnOnce() -> bool,
+    errs: [&'static str; 3],
+) -> Result<(), &'static str> {
+    st.hold_tx_after(0);
+    let posted = post();
+    let mut built = false;
     for _ in 0..1000 {
-        if st.requests_waiting() >= n {
-            return true;
+        if !posted || st.requests_waiting() >= n {
+            built = posted;
+            break;
         }
         fsleep(Delta::from_millis(10));
     }
-    false
+    let waits = st.requester_waits();
+    st.open_tx();
+    if !posted {
+        return Err(errs[0]);
+    }
+    if !built {
+        return Err(errs[1]);
+    }
+    if !waits {
+        return Err(errs[2]);
+    }
+    Ok(())
 }
 
 /// The requester's hint to the receive hand-over (`QpFixed::req_waits`,
 /// `engine::handover::Arrival::requester_waits`), with its transmit held
-/// (`QpState::hold_tx_after`) so that nothing is acknowledged meanwhile:
-/// a WRITE of more packets than the send window stops the requester at
-/// the window, and six READs with `max_rd_atomic` 4 stop it at that
-/// limit; both times it waits. Idle, and once everything completed (the
-/// data checked), it waits for nothing.
+/// ([`waits_while_held`]): a WRITE of more packets than the send window
+/// stops the requester at the window, and six READs with `max_rd_atomic`
+/// 4 stop it at that limit; both times it waits. Idle, and once
+/// everything completed (the data checked), it waits for nothing.
 pub(crate) fn requester_waits_hint() -> Result<(), &'static str> {
     use sys::*;
-    let dev = TestDev::new()?;
-    let Some((sgid, gid)) = loopback_gid(&dev) else {
-        return Err("no ::ffff:127.0.0.1 GID on the loopback device");
-    };
+    // Declared before the QPs so they outlive them (dropped after).
     let src = big(WINDOW_WRITE, Some(5))?;
     let mut dst = big(WINDOW_WRITE, None)?;
-    let pd = TestPd::new(&dev)?;
-    let c = Consumer::new(false);
-    let cq_a = TestCq::new(&dev, 64, 0, &c)?;
-    let cq_b = TestCq::new(&dev, 64, 0, &c)?;
-    let a = create_qp(&pd, &cq_a, false).map_err(|_| "create_qp failed")?;
-    let b = create_qp(&pd, &cq_b, false).map_err(|_| "create_qp failed")?;
-    bring_up(&a, b.qpn(), &gid, sgid, ib_mtu_IB_MTU_1024)?;
-    bring_up(&b, a.qpn(), &gid, sgid, ib_mtu_IB_MTU_1024)?;
+    let p = super::peer::Pair::new()?;
+    let (lkey, rkey) = (p.pd.lkey(), p.pd.rkey());
     // SAFETY: a live QP of an rroce device.
-    let st_a = unsafe { RroceQp::state(a.0) };
+    let st_a = unsafe { RroceQp::state(p.a.0) };
     if st_a.requester_waits() {
         return Err("an idle requester waits");
     }
 
     // The window: 128 packets built behind the gate, the rest not.
-    st_a.hold_tx_after(0);
-    let s = sge(src.as_ptr(), WINDOW_WRITE, pd.lkey());
-    let w = rdma_wr(
-        1,
-        ib_wr_opcode_IB_WR_RDMA_WRITE,
-        &s,
-        dst.as_mut_ptr() as u64,
-        pd.rkey(),
-    );
-    let posted = a.post_send(&w.wr).0 == 0;
-    let built = posted && wait_built(st_a, 128);
-    let waits = st_a.requester_waits();
-    st_a.open_tx();
-    if !posted {
-        return Err("posting the WRITE failed");
-    }
-    if !built {
-        return Err("the WRITE's first window was not built");
-    }
-    if !waits {
-        return Err("a requester stopped at its send window does not wait");
-    }
-    let done = wait_wcs(&cq_a, 1);
+    let s = sge(src.as_ptr(), WINDOW_WRITE, lkey);
+    let remote = dst.as_mut_ptr() as u64;
+    let w = rdma_wr(1, ib_wr_opcode_IB_WR_RDMA_WRITE, &s, remote, rkey);
+    waits_while_held(
+        st_a,
+        128,
+        || p.a.post_send(&w.wr).0 == 0,
+        [
+            "posting the WRITE failed",
+            "the WRITE's first window was not built",
+            "a requester stopped at its send window does not wait",
+        ],
+    )?;
+    let done = wait_wcs(&p.cq_a, 1);
     if done.len() != 1 || done[0].status != ib_wc_status_IB_WC_SUCCESS || wr_id(&done[0]) != 1 {
         return Err("the WRITE did not complete");
     }
@@ -327,27 +332,25 @@ pub(crate) fn requester_waits_hint() -> Result<(), &'static str> {
     }
 
     // The READ limit: four READ requests built, two held back.
-    st_a.hold_tx_after(0);
-    let mut posted = true;
-    for (k, id) in (10u64..16).enumerate() {
-        let off = k * 64;
-        let local = dst.as_mut_ptr().wrapping_add(off);
-        let remote = src.as_ptr().wrapping_add(off + 4096);
-        posted &= post_read(&a, id, local, remote, 64, &pd) == 0;
-    }
-    let built = posted && wait_built(st_a, 4);
-    let waits = st_a.requester_waits();
-    st_a.open_tx();
-    if !posted {
-        return Err("posting the READs failed");
-    }
-    if !built {
-        return Err("the first four READ requests were not built");
-    }
-    if !waits {
-        return Err("a requester stopped at max_rd_atomic does not wait");
-    }
-    let done = wait_wcs(&cq_a, 6);
+    let (local, remote) = (dst.as_mut_ptr(), src.as_ptr());
+    let post_reads = || {
+        (10u64..16).enumerate().all(|(k, id)| {
+            let off = k * 64;
+            let (l, r) = (local.wrapping_add(off), remote.wrapping_add(off + 4096));
+            post_read(&p.a, id, l, r, 64, &p.pd) == 0
+        })
+    };
+    waits_while_held(
+        st_a,
+        4,
+        post_reads,
+        [
+            "posting the READs failed",
+            "the first four READ requests were not built",
+            "a requester stopped at max_rd_atomic does not wait",
+        ],
+    )?;
+    let done = wait_wcs(&p.cq_a, 6);
     let ok = |(k, w): (usize, &ib_wc)| {
         w.status == ib_wc_status_IB_WC_SUCCESS && wr_id(w) == 10 + k as u64
     };
@@ -360,8 +363,6 @@ pub(crate) fn requester_waits_hint() -> Result<(), &'static str> {
     if st_a.requester_waits() {
         return Err("a requester whose READs all completed waits");
     }
-    drop(a);
-    drop(b);
     Ok(())
 }
 
