@@ -288,14 +288,17 @@ fn place(qp: &QpState, role: Role, len: usize) -> Place {
     let Some(state) = qp.rx.get(role.index()) else {
         return Place::Here;
     };
-    // Only a response asks whether its requester waits for it.
-    let requester_waits = role == Role::Responses && qp.fixed.req_waits.load(Ordering::Relaxed);
+    // Only a response asks what its requester is doing.
+    let resp = role == Role::Responses;
+    let requester_waits = resp && qp.fixed.req_waits.load(Ordering::Relaxed);
+    let requester_streams = resp && qp.fixed.req_streams.load(Ordering::Relaxed);
     state.place(|waiting| {
         let arrival = Arrival {
             role,
             len,
             waiting,
             requester_waits,
+            requester_streams,
         };
         handover::place(&arrival, || {
             let (mut here, mut other, mut takes) = (0u32, -1i32, false);

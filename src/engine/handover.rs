@@ -164,6 +164,12 @@ pub struct Arrival {
     /// that only an acknowledgement lets go (its send window or its
     /// READ/atomic limit is full). Always `false` for a request.
     pub requester_waits: bool,
+    /// For a response: its requester's process posts without polling a
+    /// completion in between (a stream, not a round trip: with both ends
+    /// on one host a small READ completes inside its own doorbell, so the
+    /// requester never has two outstanding to tell it by). Always `false`
+    /// for a request.
+    pub requester_streams: bool,
 }
 
 /// Where the packet is processed.
@@ -183,24 +189,34 @@ pub enum Place {
 ///    even if the hand-over was turned off meanwhile).
 /// 2. A light request (weighing less than [`MIN_HANDED_LEN`]), here.
 /// 3. Without another CPU, here.
-/// 4. A packet weighing [`MIN_HANDED_LEN`] bytes or more (a request's or
-///    READ response's payload to check and copy, a READ request's
-///    responses to build), on the other CPU.
+/// 4. A packet weighing [`MIN_HANDED_LEN`] bytes or more (a request's
+///    payload to check and copy, a READ request's responses to build, or
+///    a READ response's payload while its requester waits or streams,
+///    [`Arrival::requester_streams`]), on the other CPU.
 /// 5. A small response (an ACK) to a requester whose transmit waits for
 ///    it ([`Arrival::requester_waits`]), arriving on a CPU whose thread
 ///    takes requests, on the other CPU: the transmit the ACK lets go
 ///    (a CRC pass and a copy per packet) then runs where the requester's
 ///    consumer does, not beside the responder.
-/// 6. Anything else, here: an ACK that only completes work (a stream
-///    that posts a message per doorbell sends each whole before its ACK
-///    comes back) costs less where it arrives than the other CPU's
-///    wake-up, a context switch per message on the CPU that posts them.
+/// 6. Anything else, here. A response whose requester neither waits nor
+///    streams stays without asking where the CPUs stand, whatever its
+///    size: an ACK that only completes work (a stream that posts a
+///    message per doorbell sends each whole before its ACK comes back)
+///    costs less where it arrives than the other CPU's wake-up, a context
+///    switch per message on the CPU that posts them; so do the READ
+///    responses of a READ posted alone (a round trip: its process waits
+///    for the completion, and the wake-up would come on top of the CRC
+///    pass and copy it moves).
 pub fn place(a: &Arrival, cpus: impl FnOnce() -> Cpus) -> Place {
     if a.waiting.count > 0 {
         return Place::Thread(a.waiting.cpu);
     }
     let large = a.len >= MIN_HANDED_LEN;
-    if !large && (a.role == Role::Requests || !a.requester_waits) {
+    let light = match a.role {
+        Role::Requests => !large,
+        Role::Responses => !(a.requester_waits || (large && a.requester_streams)),
+    };
+    if light {
         return Place::Here;
     }
     let c = cpus();
@@ -338,6 +354,7 @@ pub mod selftest {
             len,
             waiting: Waiting::NONE,
             requester_waits: false,
+            requester_streams: false,
         }
     }
 
@@ -395,18 +412,39 @@ pub mod selftest {
         Ok(())
     }
 
-    /// Large packets of either role go to the other CPU; small requests
-    /// stay (without asking where the CPUs stand); small responses go only
-    /// where the thread takes requests and are awaited, and stay without
-    /// asking when they are not.
+    /// Large requests go to the other CPU, small ones stay (without
+    /// asking where the CPUs stand); a response nothing waits for stays
+    /// without asking, whatever its size; an awaited one goes if large,
+    /// and if small only where the thread takes requests.
     pub fn by_size_and_role() -> Result<(), &'static str> {
         check(
             place(&arrival(Role::Requests, MIN_HANDED_LEN), two(false)) == Place::Thread(1),
             "a large request goes",
         )?;
+        for len in [MIN_HANDED_LEN, 4096] {
+            let mut asked = false;
+            let p = place(&arrival(Role::Responses, len), || {
+                asked = true;
+                two(true)()
+            });
+            check(p == Place::Here, "a large response nothing waits for stays")?;
+            check(!asked, "a response nothing waits for does not ask")?;
+            let streamed = Arrival {
+                requester_streams: true,
+                ..arrival(Role::Responses, len)
+            };
+            check(
+                place(&streamed, two(false)) == Place::Thread(1),
+                "a large response to a streaming requester goes",
+            )?;
+        }
+        let small_streamed = Arrival {
+            requester_streams: true,
+            ..arrival(Role::Responses, 28)
+        };
         check(
-            place(&arrival(Role::Responses, 4096), two(false)) == Place::Thread(1),
-            "a large response goes",
+            place(&small_streamed, two(true)) == Place::Here,
+            "an ACK to a requester that streams but does not wait stays",
         )?;
         let mut asked = false;
         let p = place(&arrival(Role::Requests, MIN_HANDED_LEN - 1), || {
@@ -618,7 +656,7 @@ mod tests {
     /// placed in turn, the threads draining at arbitrary moments in FIFO
     /// order. Returns the order in which packets were processed.
     fn run(
-        packets: &[(usize, bool, bool)],
+        packets: &[(usize, bool, bool, bool)],
         drains: &[bool],
         other: Option<u32>,
         role: Role,
@@ -627,7 +665,7 @@ mod tests {
         // One FIFO per CPU (0: here, 1: other); packets of the role only.
         let mut fifo: [Vec<usize>; 2] = [Vec::new(), Vec::new()];
         let state = RoleState::new();
-        for (i, &(len, recent, requester_waits)) in packets.iter().enumerate() {
+        for (i, &(len, recent, requester_waits, requester_streams)) in packets.iter().enumerate() {
             if drains.get(i).copied().unwrap_or(false) {
                 for f in fifo.iter_mut() {
                     for _ in f.iter() {
@@ -645,6 +683,7 @@ mod tests {
                 len,
                 waiting,
                 requester_waits,
+                requester_streams,
             };
             match state.place(|waiting| place(&arrival(waiting), cpus)) {
                 Place::Here => done.push(i),
@@ -664,7 +703,7 @@ mod tests {
         #[test]
         fn role_order_is_arrival_order(
             packets in proptest::collection::vec(
-                (0usize..9000, any::<bool>(), any::<bool>()),
+                (0usize..9000, any::<bool>(), any::<bool>(), any::<bool>()),
                 0..64,
             ),
             drains in proptest::collection::vec(any::<bool>(), 0..64),
@@ -682,9 +721,16 @@ mod tests {
             len in 0usize..9000,
             recent in any::<bool>(),
             waits in any::<bool>(),
+            streams in any::<bool>(),
             role in role(),
         ) {
-            let a = Arrival { role, len, waiting: Waiting::NONE, requester_waits: waits };
+            let a = Arrival {
+                role,
+                len,
+                waiting: Waiting::NONE,
+                requester_waits: waits,
+                requester_streams: streams,
+            };
             let cpus = move || Cpus { other: None, here_takes_requests: recent };
             prop_assert_eq!(place(&a, cpus), Place::Here);
         }
@@ -718,6 +764,7 @@ mod tests {
                                     len: 4096,
                                     waiting,
                                     requester_waits: false,
+                                    requester_streams: false,
                                 },
                                 cpus,
                             )

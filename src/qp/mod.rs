@@ -117,6 +117,9 @@ pub(crate) struct QpInner {
     dead: bool,
     /// A user QP's doorbells, told apart (`engine::handover::Doorbells`).
     doorbells: Doorbells,
+    /// The same test over doorbells of any size: whether the process
+    /// streams (`QpFixed::req_streams`).
+    doorbells_any: Doorbells,
 }
 
 /// A QP's state: the transport's parts (`fixed`, and `inner.t` under the
@@ -467,6 +470,7 @@ fn new_state(
                 sport: 0,
                 dead: false,
                 doorbells: Doorbells::default(),
+                doorbells_any: Doorbells::default(),
             },
             "rroce::qp"
         ),
@@ -494,6 +498,7 @@ fn new_state(
             timer: core::ptr::null_mut(),
             route: core::ptr::null_mut(),
             req_waits: AtomicBool::new(false),
+            req_streams: AtomicBool::new(false),
         },
         tx_lane: lanes::LaneSender::new(),
         rtx_lane: lanes::LaneSender::new(),

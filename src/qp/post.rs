@@ -128,8 +128,7 @@ impl QpState {
         if self.is_ud() || self.fixed.kernel || inner.t.state != sys::ib_qp_state_IB_QPS_RTS {
             return None;
         }
-        // Only a small message's doorbell asks for a CPU, and only then
-        // reads the CQ (under its lock).
+        // Only a small message's doorbell asks for a CPU.
         let cpu = if inner.t.last_small() {
             // SAFETY: plain query.
             u32::try_from(unsafe { sys::rroce_helper_tx_stream_cpu() }).ok()
@@ -139,7 +138,17 @@ impl QpState {
         // SAFETY: the QP holds a use count on its CQs (the core's), so
         // they outlive it.
         let cq = unsafe { crate::cq::RroceCq::state(self.fixed.send_cq) };
-        let streams = inner.doorbells.stream(cpu.is_some(), || cq.consumer_hint());
+        // Both tests read the consumer index once.
+        let mut cons = None;
+        let mut read = || *cons.get_or_insert_with(|| cq.consumer_hint());
+        let streams = inner.doorbells.stream(cpu.is_some(), &mut read);
+        // Any doorbell tells a stream from a round trip for the receive
+        // path (`QpFixed::req_streams`): a READ's responses go to another
+        // CPU in a stream only.
+        let any = inner.doorbells_any.stream(true, &mut read);
+        self.fixed
+            .req_streams
+            .store(any, core::sync::atomic::Ordering::Relaxed);
         cpu.filter(|_| streams)
     }
 

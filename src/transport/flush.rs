@@ -23,6 +23,7 @@ impl Ctx<'_> {
         unsafe { sys::rroce_helper_timer_cancel(self.qp.timer) };
         self.inner.req.rnr_wait = false;
         self.qp.req_waits.store(false, Ordering::Relaxed);
+        self.qp.req_streams.store(false, Ordering::Relaxed);
         self.flush_sq();
         self.flush_rq();
         if self.qp.srq().is_some() && !self.inner.resp.last_wqe {
@@ -158,6 +159,7 @@ impl Ctx<'_> {
         // waiting for the lock finds the QP below RTS and does nothing.
         unsafe { sys::rroce_helper_timer_cancel(self.qp.timer) };
         self.qp.req_waits.store(false, Ordering::Relaxed);
+        self.qp.req_streams.store(false, Ordering::Relaxed);
         if self.qp.srq().is_some() {
             // A WQE taken from the SRQ for a message in progress is this
             // QP's to complete: flushed, not lost.

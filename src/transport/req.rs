@@ -322,6 +322,7 @@ impl Ctx<'_> {
             // to come back for.
             self.inner.req.pending = false;
             self.qp.req_waits.store(false, Ordering::Relaxed);
+            self.qp.req_streams.store(false, Ordering::Relaxed);
             return;
         }
         self.fetch();

@@ -97,6 +97,12 @@ pub(crate) struct QpFixed {
     /// was full (`engine::handover::Arrival::requester_waits`). Written
     /// under the QP lock, read without it by the receive path: a hint.
     pub(crate) req_waits: AtomicBool,
+    /// The QP's process rang its last doorbell without polling a
+    /// completion since the one before (`engine::handover::Doorbells`,
+    /// over doorbells of any size): a stream, not a round trip
+    /// (`engine::handover::Arrival::requester_streams`). Written by user
+    /// RC/UC doorbells under the QP lock; a hint, as `req_waits`.
+    pub(crate) req_streams: AtomicBool,
 }
 
 impl QpFixed {
