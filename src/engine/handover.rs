@@ -212,11 +212,11 @@ pub fn place(a: &Arrival, cpus: impl FnOnce() -> Cpus) -> Place {
         return Place::Thread(a.waiting.cpu);
     }
     let large = a.len >= MIN_HANDED_LEN;
-    let light = match a.role {
+    let stays = match a.role {
         Role::Requests => !large,
         Role::Responses => !(a.requester_waits || (large && a.requester_streams)),
     };
-    if light {
+    if stays {
         return Place::Here;
     }
     let c = cpus();
@@ -303,6 +303,10 @@ impl RoleState {
 /// where a latency test polls each completion first. Such a doorbell's
 /// transmit can run on another CPU, which keeps busy while the process
 /// goes on posting.
+///
+/// The same test over every doorbell, whatever its size (`counts` always
+/// true below), tells the receive path whether a READ's responses belong
+/// to a stream or to a round trip ([`Arrival::requester_streams`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Doorbells {
     /// The send CQ's consumer index at the last doorbell that could have
@@ -311,15 +315,16 @@ pub struct Doorbells {
 }
 
 impl Doorbells {
-    /// A doorbell; `small`: it may stream (the QP's last message was
-    /// shorter than [`MIN_HANDED_LEN`] and there is a CPU to hand it to);
-    /// `cons` reads the send CQ's consumer index (a value from the
-    /// process's memory: any value is safe, it only steers), only for a
-    /// small one, so that a doorbell that cannot stream pays nothing for
-    /// it. Whether this doorbell is a small stream's: it and the one
-    /// before were small, with no completion polled in between.
-    pub fn stream(&mut self, small: bool, cons: impl FnOnce() -> u32) -> bool {
-        if !small {
+    /// A doorbell; `counts`: it takes part in the test (for the transmit
+    /// hand-over: the QP's last message was shorter than
+    /// [`MIN_HANDED_LEN`] and there is a CPU to hand it to; for the
+    /// receive path's hint: always). `cons` reads the send CQ's consumer
+    /// index (a value from the process's memory: any value is safe, it
+    /// only steers), only for a doorbell that counts, so that one that
+    /// does not pays nothing for it. Whether this doorbell streams: it and
+    /// the one before counted, with no completion polled in between.
+    pub fn stream(&mut self, counts: bool, cons: impl FnOnce() -> u32) -> bool {
+        if !counts {
             self.cons = None;
             return false;
         }

@@ -123,7 +123,10 @@ impl QpState {
 
     /// The CPU a user RC or UC QP's doorbell hands its transmit to, if
     /// this doorbell is a small stream's (`engine::handover::Doorbells`)
-    /// and the module parameter `tx_stream` is on.
+    /// and the module parameter `tx_stream` is on. Also writes whether
+    /// the process streams at all (`QpFixed::req_streams`), which costs
+    /// every such doorbell one read of the send CQ's consumer index under
+    /// the CQ's lock.
     fn stream_cpu(&self, inner: &mut QpInner) -> Option<u32> {
         if self.is_ud() || self.fixed.kernel || inner.t.state != sys::ib_qp_state_IB_QPS_RTS {
             return None;

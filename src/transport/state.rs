@@ -55,7 +55,8 @@ pub(crate) struct QpAttrs {
 
 /// What the transport reads of a QP and nobody changes after create
 /// (`timer`: after the QP is started, before it is published), but for
-/// one atomic hint (`req_waits`), written under the QP lock.
+/// two atomic hints (`req_waits`, `req_streams`), written under the QP
+/// lock.
 ///
 /// # Invariants
 ///
@@ -101,7 +102,8 @@ pub(crate) struct QpFixed {
     /// completion since the one before (`engine::handover::Doorbells`,
     /// over doorbells of any size): a stream, not a round trip
     /// (`engine::handover::Arrival::requester_streams`). Written by user
-    /// RC/UC doorbells under the QP lock; a hint, as `req_waits`.
+    /// RC/UC doorbells and cleared by the transport (ERR, RESET, below
+    /// RTS), under the QP lock; a hint, as `req_waits`.
     pub(crate) req_streams: AtomicBool,
 }
 
