@@ -290,8 +290,8 @@ impl RoleState {
     }
 }
 
-/// Tells a process's doorbells that stream small messages from those of a
-/// ping-pong, per QP.
+/// Tells a process's doorbells that stream from those of a ping-pong, per
+/// QP.
 ///
 /// A doorbell runs the QP's transmit inline, and with both ends on one
 /// host the whole round trip of a small message (the peer's receive, its
@@ -300,38 +300,48 @@ impl RoleState {
 /// outstanding, and the other CPU idles. A stream shows itself at the
 /// doorbell: the process posts again without having polled a completion
 /// since its last doorbell (the send CQ's consumer index has not moved),
-/// where a latency test polls each completion first. Such a doorbell's
-/// transmit can run on another CPU, which keeps busy while the process
-/// goes on posting.
+/// where a latency test polls each completion first.
 ///
-/// The same test over every doorbell, whatever its size (`counts` always
-/// true below), tells the receive path whether a READ's responses belong
-/// to a stream or to a round trip ([`Arrival::requester_streams`]).
+/// [`Doorbells::ring`] answers two questions from that one test:
+/// whether the process streams at all, whatever the messages' size (the
+/// receive path's hint, [`Arrival::requester_streams`]: a READ's
+/// responses belong to a stream or to a round trip), and whether this
+/// doorbell is a small stream's, whose transmit can run on another CPU
+/// that keeps busy while the process goes on posting.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Doorbells {
-    /// The send CQ's consumer index at the last doorbell that could have
-    /// streamed (`None` after one that could not).
+    /// The send CQ's consumer index at the last doorbell (`None` before
+    /// the first).
     cons: Option<u32>,
+    /// The last doorbell could be handed over (`small` in [`Self::ring`]).
+    small: bool,
+}
+
+/// What a doorbell is, by [`Doorbells::ring`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Ring {
+    /// No completion was polled since the last doorbell: the process
+    /// streams.
+    pub streams: bool,
+    /// It streams, and this doorbell and the last one could both be
+    /// handed over: a small stream's doorbell.
+    pub small_stream: bool,
 }
 
 impl Doorbells {
-    /// A doorbell; `counts`: it takes part in the test (for the transmit
-    /// hand-over: the QP's last message was shorter than
-    /// [`MIN_HANDED_LEN`] and there is a CPU to hand it to; for the
-    /// receive path's hint: always). `cons` reads the send CQ's consumer
-    /// index (a value from the process's memory: any value is safe, it
-    /// only steers), only for a doorbell that counts, so that one that
-    /// does not pays nothing for it. Whether this doorbell streams: it and
-    /// the one before counted, with no completion polled in between.
-    pub fn stream(&mut self, counts: bool, cons: impl FnOnce() -> u32) -> bool {
-        if !counts {
-            self.cons = None;
-            return false;
+    /// A doorbell. `small`: it could be handed over (the QP's last
+    /// message was shorter than [`MIN_HANDED_LEN`] and there is a CPU to
+    /// hand it to). `cons`: the send CQ's consumer index now, a value from
+    /// the process's memory (any value is safe: it only steers).
+    pub fn ring(&mut self, small: bool, cons: u32) -> Ring {
+        let streams = self.cons == Some(cons);
+        let small_stream = streams && small && self.small;
+        self.cons = Some(cons);
+        self.small = small;
+        Ring {
+            streams,
+            small_stream,
         }
-        let c = cons();
-        let same = self.cons == Some(c);
-        self.cons = Some(c);
-        same
     }
 }
 
@@ -340,8 +350,8 @@ impl Doorbells {
 #[cfg(any(test, CONFIG_KUNIT))]
 pub mod selftest {
     use super::{
-        place, weight, Arrival, Cpus, Doorbells, Place, Role, RoleState, Waiting, MIN_HANDED_LEN,
-        MIN_WEIGHED_READ,
+        place, weight, Arrival, Cpus, Doorbells, Place, Ring, Role, RoleState, Waiting,
+        MIN_HANDED_LEN, MIN_WEIGHED_READ,
     };
 
     /// Fails with `msg` unless `cond` holds.
@@ -610,29 +620,36 @@ pub mod selftest {
         check(r.waiting().count == 0, "and is not counted")
     }
 
-    /// A doorbell is a small stream's only when the consumer index has not
-    /// moved since the last one and the last message was small; the first
-    /// doorbell never is.
+    /// A doorbell streams when the consumer index has not moved since the
+    /// last one, whatever the size; it is a small stream's when, besides,
+    /// it and the last one could both be handed over. The first doorbell
+    /// never streams.
     pub fn doorbells() -> Result<(), &'static str> {
+        const NONE: Ring = Ring {
+            streams: false,
+            small_stream: false,
+        };
+        const STREAM: Ring = Ring {
+            streams: true,
+            small_stream: false,
+        };
+        const SMALL: Ring = Ring {
+            streams: true,
+            small_stream: true,
+        };
         let mut d = Doorbells::default();
-        check(!d.stream(true, || 5), "the first doorbell")?;
-        check(d.stream(true, || 5), "posted again without polling")?;
-        check(d.stream(true, || 5), "and again")?;
-        check(!d.stream(true, || 6), "polled a completion since")?;
-        check(d.stream(true, || 6), "posting on without polling")?;
-        let mut read = false;
-        check(
-            !d.stream(false, || {
-                read = true;
-                6
-            }),
-            "a large message",
-        )?;
-        check(!read, "a large message's doorbell read the consumer index")?;
-        check(!d.stream(true, || 6), "the first small one after it")?;
-        check(d.stream(true, || 6), "small again")?;
-        check(!d.stream(true, || u32::MAX), "any index moves it")?;
-        check(d.stream(true, || u32::MAX), "even the last one")
+        check(d.ring(true, 5) == NONE, "the first doorbell")?;
+        check(d.ring(true, 5) == SMALL, "posted again without polling")?;
+        check(d.ring(true, 5) == SMALL, "and again")?;
+        check(d.ring(true, 6) == NONE, "polled a completion since")?;
+        check(d.ring(true, 6) == SMALL, "posting on without polling")?;
+        check(d.ring(false, 6) == STREAM, "a large message streams")?;
+        check(d.ring(true, 6) == STREAM, "the first small one after it")?;
+        check(d.ring(true, 6) == SMALL, "small again")?;
+        check(d.ring(false, 7) == NONE, "a large one after a poll")?;
+        check(d.ring(false, 7) == STREAM, "large ones stream too")?;
+        check(d.ring(true, u32::MAX) == NONE, "any index moves it")?;
+        check(d.ring(true, u32::MAX) == SMALL, "even the last one")
     }
 }
 

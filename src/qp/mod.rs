@@ -115,11 +115,10 @@ pub(crate) struct QpInner {
     sport: u16,
     /// Set by `destroy_qp`: the transport no longer touches the QP.
     dead: bool,
-    /// A user QP's doorbells, told apart (`engine::handover::Doorbells`).
+    /// A user QP's doorbells, told apart (`engine::handover::Doorbells`):
+    /// a small stream's, and whether the process streams at all
+    /// (`QpFixed::req_streams`).
     doorbells: Doorbells,
-    /// The same test over doorbells of any size: whether the process
-    /// streams (`QpFixed::req_streams`).
-    doorbells_any: Doorbells,
 }
 
 /// A QP's state: the transport's parts (`fixed`, and `inner.t` under the
@@ -470,7 +469,6 @@ fn new_state(
                 sport: 0,
                 dead: false,
                 doorbells: Doorbells::default(),
-                doorbells_any: Doorbells::default(),
             },
             "rroce::qp"
         ),

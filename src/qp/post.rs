@@ -141,18 +141,16 @@ impl QpState {
         // SAFETY: the QP holds a use count on its CQs (the core's), so
         // they outlive it.
         let cq = unsafe { crate::cq::RroceCq::state(self.fixed.send_cq) };
-        // Both tests read the consumer index once.
-        let mut cons = None;
-        let mut read = || *cons.get_or_insert_with(|| cq.consumer_hint());
-        let streams = inner.doorbells.stream(cpu.is_some(), &mut read);
+        let ring = inner.doorbells.ring(cpu.is_some(), cq.consumer_hint());
         // Any doorbell tells a stream from a round trip for the receive
         // path (`QpFixed::req_streams`): a READ's responses go to another
-        // CPU in a stream only.
-        let any = inner.doorbells_any.stream(true, &mut read);
-        self.fixed
-            .req_streams
-            .store(any, core::sync::atomic::Ordering::Relaxed);
-        cpu.filter(|_| streams)
+        // CPU in a stream only. Written on a change only: the receive path
+        // on the other CPU reads it for every response.
+        let hint = &self.fixed.req_streams;
+        if hint.load(core::sync::atomic::Ordering::Relaxed) != ring.streams {
+            hint.store(ring.streams, core::sync::atomic::Ordering::Relaxed);
+        }
+        cpu.filter(|_| ring.small_stream)
     }
 
     /// Posts a kernel consumer's send work requests: each is checked,

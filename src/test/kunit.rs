@@ -282,6 +282,7 @@ selftest_suite!(
         query_fills_every_field,
         reset_quiesces_qp,
         requester_waits_hint,
+        requester_streams_hint,
         rejected_modify_changes_nothing,
         qp_table_full,
         query_ah_returns_its_address,

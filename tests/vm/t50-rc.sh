@@ -349,9 +349,9 @@ sed 's/^/    info: /' /tmp/acks.info 2>/dev/null
 # Catches: every ACK handed back (the 8-deep stream), the hand-back lost
 # (the 1 MiB stream), the parameter ignored.
 RAH=/sys/module/rroce/parameters/rx_ack_home
-# ack_home WANT PROG ARGS...: PROG ARGS; WANT "some" or "none" of
-# rroce1's received packets handed over.
-ack_home() {
+# handed_back WANT PROG ARGS...: PROG ARGS; WANT "some" or "none" of
+# rroce1's received packets (ACKs or READ responses) handed over.
+handed_back() {
 	local want=$1 prog=$2 b a
 	shift 2
 	[ "$(nproc)" -ge 2 ] || want=none
@@ -361,7 +361,7 @@ ack_home() {
 	echo "$prog $* (rx_ack_home $(cat $RAH)): rroce1 rcvd_handed $b -> $a (want $want)" |
 		tee -a /tmp/ackhome.info
 	if [ "$want" = some ]; then
-		[ "$a" -gt "$b" ] || { echo "no response went back while the requester waited"; return 1; }
+		[ "$a" -gt "$b" ] || { echo "nothing went back, yet the requester waited or streamed"; return 1; }
 	else
 		[ "$a" = "$b" ] || { echo "responses went back"; return 1; }
 	fi
@@ -370,13 +370,13 @@ ack_home_off() {
 	local rc=0 was
 	was=$(cat $RAH) || return 1
 	echo N >$RAH || return 1
-	ack_home none ib_write_bw -n 20 -s 1048576 || rc=1
+	handed_back none ib_write_bw -n 20 -s 1048576 || rc=1
 	echo "$was" >$RAH || rc=1
 	return $rc
 }
 rm -f /tmp/ackhome.info
-check rc.ack_home_while_waiting ack_home some ib_write_bw -n 20 -s 1048576
-check rc.ack_stays_when_not_waiting ack_home none ib_write_bw -n 500 -s 4096 -t 8
+check rc.ack_home_while_waiting handed_back some ib_write_bw -n 20 -s 1048576
+check rc.ack_stays_when_not_waiting handed_back none ib_write_bw -n 500 -s 4096 -t 8
 check rc.ack_home_off ack_home_off
 # READ responses go to the other CPU only while their requester waits
 # or streams (rule 4; rule 6 keeps the others). A 1 MiB READ posted
@@ -388,9 +388,9 @@ check rc.ack_home_off ack_home_off
 # responses are processed where they arrive. Catches: the round trip's
 # responses handed over (what made it slower than rdma_rxe's), the
 # requester's wait or its stream ignored.
-check rc.read_responses_go_while_waiting ack_home some ib_read_lat -n 20 -s 1048576
-check rc.read_responses_go_in_a_stream ack_home some ib_read_bw -n 500 -s 4096
-check rc.read_responses_stay_in_a_round_trip ack_home none ib_read_lat -n 500 -s 4096
+check rc.read_responses_go_while_waiting handed_back some ib_read_lat -n 20 -s 1048576
+check rc.read_responses_go_in_a_stream handed_back some ib_read_bw -n 500 -s 4096
+check rc.read_responses_stay_in_a_round_trip handed_back none ib_read_lat -n 500 -s 4096
 sed 's/^/    info: /' /tmp/ackhome.info 2>/dev/null
 
 # All sizes (-a: 2 bytes to 8 MiB), few iterations.

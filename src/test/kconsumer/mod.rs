@@ -712,7 +712,8 @@ pub(crate) mod selftest {
     pub(crate) use super::devlife::entry_outlives_dealloc;
     pub(crate) use super::qplife::{
         qp_table_full, query_ah_returns_its_address, query_fills_every_field,
-        rejected_modify_changes_nothing, requester_waits_hint, reset_quiesces_qp,
+        rejected_modify_changes_nothing, requester_streams_hint, requester_waits_hint,
+        reset_quiesces_qp,
     };
     pub(crate) use super::rc::kernel_rc_qps;
 }

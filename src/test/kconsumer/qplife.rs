@@ -366,6 +366,58 @@ pub(crate) fn requester_waits_hint() -> Result<(), &'static str> {
     Ok(())
 }
 
+/// The hint that the requester's process streams (`QpFixed::req_streams`,
+/// read as `engine::handover::Arrival::requester_streams`) is written
+/// only by a user QP's doorbell: a kernel consumer's posts leave it
+/// false. ERR and RESET clear it, so that a QP brought back starts as a
+/// round trip (the hint set by hand here stands for a user doorbell).
+pub(crate) fn requester_streams_hint() -> Result<(), &'static str> {
+    use core::sync::atomic::Ordering::Relaxed;
+    use sys::*;
+    let src = big(4096, Some(7))?;
+    let mut dst = big(4096, None)?;
+    let p = super::peer::Pair::new()?;
+    // SAFETY: a live QP of an rroce device.
+    let st_a = unsafe { RroceQp::state(p.a.0) };
+    let streams = || st_a.fixed.req_streams.load(Relaxed);
+    if streams() {
+        return Err("a new QP's process streams");
+    }
+    let s = sge(src.as_ptr(), 4096, p.pd.lkey());
+    let remote = dst.as_mut_ptr() as u64;
+    for id in 1..=3u64 {
+        let w = rdma_wr(id, ib_wr_opcode_IB_WR_RDMA_WRITE, &s, remote, p.pd.rkey());
+        if p.a.post_send(&w.wr).0 != 0 {
+            return Err("posting a WRITE failed");
+        }
+    }
+    let done = wait_wcs(&p.cq_a, 3);
+    if done.len() != 3 || done.iter().any(|w| w.status != ib_wc_status_IB_WC_SUCCESS) {
+        return Err("the WRITEs did not complete");
+    }
+    if dst[..] != src[..] {
+        return Err("the WRITEs' data differs");
+    }
+    if streams() {
+        return Err("a kernel consumer's posts set the stream hint");
+    }
+    st_a.fixed.req_streams.store(true, Relaxed);
+    if to_state(&p.a, ib_qp_state_IB_QPS_ERR) != 0 {
+        return Err("modify to ERR failed");
+    }
+    if streams() {
+        return Err("ERR left the stream hint set");
+    }
+    st_a.fixed.req_streams.store(true, Relaxed);
+    if to_state(&p.a, ib_qp_state_IB_QPS_RESET) != 0 {
+        return Err("modify to RESET failed");
+    }
+    if streams() {
+        return Err("RESET left the stream hint set");
+    }
+    Ok(())
+}
+
 /// Bytes of the READ left in flight when the responder is reset.
 const LONG_READ: usize = 4 << 20;
 /// Responses to it the responder sends before it holds the rest.
