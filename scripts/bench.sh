@@ -164,6 +164,12 @@ kind=test
 [ "$RROCE_BENCH" = 0 ] || kind=bench
 [ "$RROCE_UML" = 0 ] || kind=uml
 gcpu=$(cat "$RUN/guest-cpu" 2>/dev/null || echo unknown)
+# The emulator decides what an instruction costs under TCG (QEMU 7.2
+# runs PCLMULQDQ as a bit loop; Documentation/benchmark.rst, "A newer
+# QEMU"), so the table names it.
+if [ "$RROCE_UML" = 0 ]; then
+	gcpu="$gcpu; $(qemu-system-x86_64 --version 2>/dev/null | head -1 || echo 'QEMU unknown')"
+fi
 out=$(result_path "$kind-$accel")
 /usr/bin/python3 scripts/bench-table.py "$RUN/bench.csv" \
 	"$kver, $kind kernel ($kconf)" "$cpu; guest CPU: $gcpu" "$accel" | tee "$out"
