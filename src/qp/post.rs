@@ -124,7 +124,8 @@ impl QpState {
     /// The CPU a user RC or UC QP's doorbell hands its transmit to, if
     /// this doorbell is a small stream's (`engine::handover::Doorbells`)
     /// and the module parameter `tx_stream` is on. Also writes whether
-    /// the process streams at all (`QpFixed::req_streams`), which costs
+    /// the process streams at all (`QpFixed::req_streams`, when that
+    /// changes), which costs
     /// every such doorbell one read of the send CQ's consumer index under
     /// the CQ's lock.
     fn stream_cpu(&self, inner: &mut QpInner) -> Option<u32> {

@@ -99,8 +99,8 @@ pub(crate) struct QpFixed {
     /// under the QP lock, read without it by the receive path: a hint.
     pub(crate) req_waits: AtomicBool,
     /// The QP's process rang its last doorbell without polling a
-    /// completion since the one before (`engine::handover::Doorbells`,
-    /// over doorbells of any size): a stream, not a round trip
+    /// completion since the one before (`engine::handover::Ring::streams`,
+    /// whatever the messages' size): a stream, not a round trip
     /// (`engine::handover::Arrival::requester_streams`). Written by user
     /// RC/UC doorbells and cleared by the transport (ERR, RESET, below
     /// RTS), under the QP lock; a hint, as `req_waits`.

@@ -350,7 +350,8 @@ sed 's/^/    info: /' /tmp/acks.info 2>/dev/null
 # (the 1 MiB stream), the parameter ignored.
 RAH=/sys/module/rroce/parameters/rx_ack_home
 # handed_back WANT PROG ARGS...: PROG ARGS; WANT "some" or "none" of
-# rroce1's received packets (ACKs or READ responses) handed over.
+# rroce1's received packets (ACKs or READ responses) handed back to the
+# requester's CPU (its rcvd_handed counter).
 handed_back() {
 	local want=$1 prog=$2 b a
 	shift 2

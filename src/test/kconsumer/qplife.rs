@@ -374,6 +374,7 @@ pub(crate) fn requester_waits_hint() -> Result<(), &'static str> {
 pub(crate) fn requester_streams_hint() -> Result<(), &'static str> {
     use core::sync::atomic::Ordering::Relaxed;
     use sys::*;
+    // Declared before the QPs so they outlive them (dropped after).
     let src = big(4096, Some(7))?;
     let mut dst = big(4096, None)?;
     let p = super::peer::Pair::new()?;
@@ -401,6 +402,8 @@ pub(crate) fn requester_streams_hint() -> Result<(), &'static str> {
     if streams() {
         return Err("a kernel consumer's posts set the stream hint");
     }
+    // Set without the QP's lock, which its writers hold: this kernel QP
+    // has no other writer (its posts ring no user doorbell).
     st_a.fixed.req_streams.store(true, Relaxed);
     if to_state(&p.a, ib_qp_state_IB_QPS_ERR) != 0 {
         return Err("modify to ERR failed");
