@@ -24,6 +24,7 @@ use super::{QpInner, QpState};
 use crate::{
     ah::AddressVector,
     dev::limits,
+    engine::handover::Doorbells,
     rdma::sys,
     transport::{self, QpAttrs},
 };
@@ -306,6 +307,10 @@ impl QpState {
 #[must_use = "dropped only once the QP's lock is released"]
 fn reset_rings(inner: &mut QpInner, fixed: &transport::QpFixed) -> KVec<transport::Datagram> {
     let datagrams = core::mem::take(&mut inner.ud_tx);
+    // The QP's next life starts with no doorbell seen (ERR leads back to
+    // RTS only through here): a consumer index that happens to equal the
+    // old life's last must not make its first doorbell a stream's.
+    inner.doorbells = Doorbells::default();
     let sq = inner.t.sq.layout();
     // Index 0 fits every ring.
     let _ = sq.init_indices(&fixed.sq_buf, 0);

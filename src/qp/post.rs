@@ -123,11 +123,10 @@ impl QpState {
 
     /// The CPU a user RC or UC QP's doorbell hands its transmit to, if
     /// this doorbell is a small stream's (`engine::handover::Doorbells`)
-    /// and the module parameter `tx_stream` is on. Also writes whether
-    /// the process streams at all (`QpFixed::req_streams`, when that
-    /// changes), which costs
-    /// every such doorbell one read of the send CQ's consumer index under
-    /// the CQ's lock.
+    /// and the module parameter `tx_stream` is on. Also writes whether the
+    /// process streams at all (`QpFixed::req_streams`, when that changes),
+    /// which costs every such doorbell one read of the send CQ's consumer
+    /// index under the CQ's lock.
     fn stream_cpu(&self, inner: &mut QpInner) -> Option<u32> {
         if self.is_ud() || self.fixed.kernel || inner.t.state != sys::ib_qp_state_IB_QPS_RTS {
             return None;
@@ -145,12 +144,8 @@ impl QpState {
         let ring = inner.doorbells.ring(cpu.is_some(), cq.consumer_hint());
         // Any doorbell tells a stream from a round trip for the receive
         // path (`QpFixed::req_streams`): a READ's responses go to another
-        // CPU in a stream only. Written on a change only: the receive path
-        // on the other CPU reads it for every response.
-        let hint = &self.fixed.req_streams;
-        if hint.load(core::sync::atomic::Ordering::Relaxed) != ring.streams {
-            hint.store(ring.streams, core::sync::atomic::Ordering::Relaxed);
-        }
+        // CPU in a stream only.
+        crate::transport::set_hint(&self.fixed.req_streams, ring.streams);
         cpu.filter(|_| ring.small_stream)
     }
 

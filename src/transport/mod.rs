@@ -63,7 +63,7 @@ pub(crate) use odp::OdpWait;
 pub(crate) use resp::queue_selftest;
 pub(crate) use resp::RespQueue;
 pub(crate) use resp::RESP_QUANTUM;
-pub(crate) use state::{Lane, QpAttrs, QpFixed, TransportState};
+pub(crate) use state::{set_hint, Lane, QpAttrs, QpFixed, TransportState};
 pub(crate) use ud::Datagram;
 
 /// `IB_SEND_FENCE`, `IB_SEND_SIGNALED`, `IB_SEND_SOLICITED`, `IB_SEND_INLINE`.

@@ -409,11 +409,7 @@ impl Ctx<'_> {
                 }
             }
         }
-        // Written on a change only, as `req_streams`: the receive path on
-        // the other CPU reads both hints' cache line for every response.
-        if self.qp.req_waits.load(Ordering::Relaxed) != waits {
-            self.qp.req_waits.store(waits, Ordering::Relaxed);
-        }
+        super::state::set_hint(&self.qp.req_waits, waits);
         self.ask_at_tail();
         if was_idle && self.inner.req.una != self.inner.req.max_psn {
             self.arm_retry_timer();

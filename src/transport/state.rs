@@ -21,7 +21,7 @@
 //! - error state (`flush.rs`): both rings' completions, `req`, `resp`,
 //!   `resp_q`, the timer.
 
-use core::sync::atomic::AtomicBool;
+use core::sync::atomic::{AtomicBool, Ordering};
 
 use kernel::prelude::*;
 
@@ -112,6 +112,17 @@ impl QpFixed {
     pub(crate) fn srq(&self) -> Option<&crate::srq::SrqState> {
         // SAFETY: null or the QP's SRQ, which outlives it (type invariant).
         unsafe { self.srq.as_ref() }
+    }
+}
+
+/// Sets `hint` (`QpFixed::req_waits` or `req_streams`) to `value` from a
+/// hot path: stored only when it changes, since the receive path on the
+/// other CPU reads both hints' cache line for every response, and a store
+/// of the same value would still take that line away from it. The cold
+/// clears (ERR, RESET, below RTS) store unconditionally.
+pub(crate) fn set_hint(hint: &AtomicBool, value: bool) {
+    if hint.load(Ordering::Relaxed) != value {
+        hint.store(value, Ordering::Relaxed);
     }
 }
 
