@@ -168,7 +168,8 @@ gcpu=$(cat "$RUN/guest-cpu" 2>/dev/null || echo unknown)
 # runs PCLMULQDQ as a bit loop; Documentation/benchmark.rst, "A newer
 # QEMU"), so the table names it.
 if [ "$RROCE_UML" = 0 ]; then
-	gcpu="$gcpu; $(qemu-system-x86_64 --version 2>/dev/null | head -1 || echo 'QEMU unknown')"
+	qv=$(qemu-system-x86_64 --version 2>/dev/null | head -1)
+	gcpu="$gcpu; ${qv:-QEMU unknown}"
 fi
 out=$(result_path "$kind-$accel")
 /usr/bin/python3 scripts/bench-table.py "$RUN/bench.csv" \

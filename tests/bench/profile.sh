@@ -47,6 +47,26 @@ diff_counters() {
 		$3 != v[$1 " " $2] { printf "%s %s +%d\n", $1, $2, $3 - v[$1 " " $2] }' "$1" -
 }
 
+# sleeps: how often each of rroce's receive threads went to sleep (its
+# voluntary context switches; every sleep is a wake-up by the next packet
+# or transmit handed to it), and the interprocessor interrupts that
+# wake-ups and other CPUs' requests sent (rescheduling, function call),
+# summed over the CPUs: "name count" per line.
+sleeps() {
+	local p
+	for p in $(pgrep '^rroce_rx/'); do
+		awk -v c="$(cat /proc/$p/comm)" '/^voluntary_ctxt_switches/ { print c, $2 }' /proc/$p/status
+	done
+	awk '$1 == "RES:" || $1 == "CAL:" { s = 0; for (i = 2; $i ~ /^[0-9]+$/; i++) s += $i; print $1, s }' /proc/interrupts
+}
+
+# diff_sleeps BEFORE MESSAGES: from "name count" lines on stdin (after),
+# each one's increase, and per message.
+diff_sleeps() {
+	awk -v m="$2" 'NR == FNR { v[$1] = $2; next }
+		{ d = $2 - v[$1]; printf "%s +%d (%.2f per message)\n", $1, d, d / m }' "$1" -
+}
+
 # row DRIVER PROG SIZE MTU QPS N
 row() {
 	local drv=$1 prog=$2 size=$3 mtu=$4 qps=$5 n=$6 sa sb dev0 dev1 ip v data opts
@@ -56,37 +76,44 @@ row() {
 	opts="-m $mtu -s $size -n $n"
 	[ "${prog%_lat}" != "$prog" ] || opts="$opts -q $qps"
 	counters $dev0 $dev1 >/tmp/p.c0
+	sleeps >/tmp/p.s0
 	ip netns exec $sa timeout 120 $prog -d $dev0 $opts >/tmp/p.srv 2>&1 &
 	wait_server $sa
 	perf record -q -g -e cpu-clock -F 999 -a -o $data -- \
 		ip netns exec $sb timeout 120 $prog -d $dev1 $opts $ip >/tmp/p.cli 2>&1
 	wait
+	sleeps >/tmp/p.s1
 	if [ "${prog%_lat}" != "$prog" ]; then
 		v=$(lat_field 5 /tmp/p.cli)
 		v=${v:+$v usec typical}
 	else
 		v=$(awk '/^ *[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+/ { v = $4 " MiB/s" } END { print v }' /tmp/p.cli)
 	fi
+	# perf report of this run, each symbol's own samples (no callers'
+	# share, no call chains printed).
+	report() { perf report -q -i $data --no-children -g none "$@"; }
 	{
 		echo "### $drv: $prog $opts: ${v:-FAILED}"
 		echo
 		echo '```'
 		echo "-- by program"
-		perf report -q -i $data --no-children -g none --sort comm --stdio 2>/dev/null | grep -v '^$' | head -8
+		report --sort comm --stdio 2>/dev/null | grep -v '^$' | head -8
 		echo "-- by CPU"
-		perf report -q -i $data --no-children -g none --sort cpu --stdio 2>/dev/null | grep -v '^$' | head -4
+		report --sort cpu --stdio 2>/dev/null | grep -v '^$' | head -4
 		echo "-- by binary"
-		perf report -q -i $data --no-children -g none --sort dso --stdio 2>/dev/null | grep -v '^$' | head -8
+		report --sort dso --stdio 2>/dev/null | grep -v '^$' | head -8
 		echo "-- kernel symbols (share of all samples)"
-		perf report -q -i $data --no-children -g none --sort dso,sym --stdio --kallsyms=/proc/kallsyms 2>/dev/null |
+		report --sort dso,sym --stdio --kallsyms=/proc/kallsyms 2>/dev/null |
 			grep '\[k\]' | head -"$TOP" | sed -E 's/_RNv[A-Za-z0-9_]*10rroce_main/rroce::/'
 		echo "-- kernel functions with all they call (inclusive share of all samples)"
 		perf report -q -i $data --children -g none --sort sym --stdio --kallsyms=/proc/kallsyms 2>/dev/null |
 			grep '\[k\]' | awk '$1 + 0 >= 0.5' | head -"$((TOP * 4))" | sed -E 's/_RNv[A-Za-z0-9_]*10rroce_main/rroce::/'
 		echo "-- counters that moved (both ends; rroce's only)"
 		counters $dev0 $dev1 | diff_counters /tmp/p.c0
+		echo "-- receive threads' sleeps and IPIs (whole guest, setup included; per message of all QPs)"
+		diff_sleeps /tmp/p.s0 "$((n * qps))" </tmp/p.s1
 		echo "-- the driver's own functions"
-		perf report -q -i $data --no-children -g none --sort sym --stdio --kallsyms=/proc/kallsyms 2>/dev/null |
+		report --sort sym --stdio --kallsyms=/proc/kallsyms 2>/dev/null |
 			grep -E '(rroce|rxe)' | head -15 | sed -E 's/_RNv[A-Za-z0-9_]*10rroce_main/rroce::/'
 		echo '```'
 		echo
