@@ -8,6 +8,7 @@ CSV lines: driver,test,size,mtu,qps,rep,value,cpu_s,bytes (value in MiB/s or
 usec; the memcpy and kcopy lines carry the copy ceilings in MiB/s).
 """
 import csv
+import os
 import statistics
 import sys
 
@@ -57,6 +58,8 @@ def main():
     print(f"# rroce vs rdma_rxe, {accel.upper()}\n")
     print(f"- kernel: {kernel}")
     print(f"- CPU: {cpu}; VM acceleration: {accel}")
+    if os.environ.get("BENCH_HOST_IDLE_NOTE"):
+        print(f"- host CPUs when idle: {os.environ['BENCH_HOST_IDLE_NOTE']}")
     print("- same VM boot, same topology (two namespaces over veth, MTU 9000, per driver), "
           "runs interleaved rroce/rxe; median of the repetitions and its interquartile "
           "range (max - min below 4 runs); bandwidth in MiB/s (perftest's MB/sec), "

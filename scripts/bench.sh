@@ -59,6 +59,28 @@ mkdir -p "$RROCE_CACHE/vmrun" bench/results
 export RROCE_VM_APPEND="${RROCE_VM_APPEND:+$RROCE_VM_APPEND }tsc=reliable"
 RUN=$(mktemp -d "$RROCE_CACHE/vmrun/bench.XXXXXX")
 export RROCE_VM_RUNDIR=$RUN
+# The host's CPUs are kept out of their idle halt while the drivers run:
+# this machine is itself a virtual machine whose idle CPUs halt into the
+# hypervisor, and waking one costs tens of microseconds, which a latency
+# row pays whenever its round trip wakes another host thread (a UML
+# system call's hand-over to the virtual CPU's thread; a TCG vCPU thread
+# woken for rdma_rxe's work items). A PM QoS CPU latency of 0
+# (/dev/cpu_dma_latency, held open for the run, as a latency benchmark on
+# real hardware runs with deep C-states off) makes them poll instead.
+# BENCH_HOST_IDLE=default leaves the host as it is. The table says which.
+host_idle="as configured (BENCH_HOST_IDLE=default)"
+if [ "${BENCH_HOST_IDLE:-poll}" = poll ]; then
+	host_idle="as configured (/dev/cpu_dma_latency not writable)"
+	if [ -w /dev/cpu_dma_latency ]; then
+		exec 9>/dev/cpu_dma_latency
+		printf 0 >&9
+		if [ "$(od -An -td4 -N4 /dev/cpu_dma_latency | tr -d ' ')" = 0 ]; then
+			host_idle="polling (a PM QoS CPU latency of 0 held during the runs)"
+		fi
+	fi
+fi
+export BENCH_HOST_IDLE_NOTE=$host_idle
+log "host CPUs when idle: $host_idle"
 B=$(rroce_build_dir)
 # What the table says about the kernel: the options that decide a driver
 # comparison, as built.
@@ -114,6 +136,7 @@ if [ "$MODE" = profile ]; then
 		kname="benchmark kernel"
 		[ "$RROCE_UML" = 0 ] || kname="UML kernel"
 		echo "Kernel: $kver, $kname ($kconf). Accelerator: $accel."
+		echo "Host CPUs when idle: $host_idle."
 		echo "Made by \`make profile\` ($how);"
 		echo "Documentation/benchmark.rst reads it."
 		echo
