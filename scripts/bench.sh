@@ -71,12 +71,10 @@ export RROCE_VM_RUNDIR=$RUN
 host_idle="as configured (BENCH_HOST_IDLE=default)"
 if [ "${BENCH_HOST_IDLE:-poll}" = poll ]; then
 	host_idle="as configured (/dev/cpu_dma_latency not writable)"
-	if [ -w /dev/cpu_dma_latency ]; then
-		exec 9>/dev/cpu_dma_latency
-		printf 0 >&9
-		if [ "$(od -An -td4 -N4 /dev/cpu_dma_latency | tr -d ' ')" = 0 ]; then
-			host_idle="polling (a PM QoS CPU latency of 0 held during the runs)"
-		fi
+	if [ -w /dev/cpu_dma_latency ] && { exec 9>/dev/cpu_dma_latency; } 2>/dev/null &&
+		printf 0 >&9 2>/dev/null &&
+		[ "$(od -An -td4 -N4 /dev/cpu_dma_latency 2>/dev/null | tr -d ' ')" = 0 ]; then
+		host_idle="polling (a PM QoS CPU latency of 0 held during the runs)"
 	fi
 fi
 export BENCH_HOST_IDLE_NOTE=$host_idle
