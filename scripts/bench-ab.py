@@ -10,7 +10,6 @@ BASE=COMMIT): A is this tree's module, B that commit's.
 """
 import csv
 import importlib.util
-import os
 import pathlib
 import sys
 
@@ -41,8 +40,7 @@ def main():
         print(f"# rroce A/B: module parameter {param} on (A) and off (B), {accel.upper()}\n")
         cols = ("A: on", "B: off")
     print(f"- kernel: {kernel}; VM acceleration: {accel}")
-    if os.environ.get("BENCH_HOST_IDLE_NOTE"):
-        print(f"- host CPUs when idle: {os.environ['BENCH_HOST_IDLE_NOTE']}")
+    _table.print_host_idle()
     print("- same VM boot and topology as `make bench`; runs interleaved A/B; median of "
           "the repetitions and its interquartile range (max - min below 4 runs); "
           "bandwidth in MiB/s, latency the typical (median) in microseconds; "

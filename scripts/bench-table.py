@@ -34,6 +34,13 @@ def goal(test, size, ratio, lat):
     return ratio >= 2.0 if size in (65536, 1048576) else ratio >= 1.0
 
 
+def print_host_idle():
+    """The host's idle mode scripts/bench.sh held for the run, if it says."""
+    note = os.environ.get("BENCH_HOST_IDLE_NOTE")
+    if note:
+        print(f"- host CPUs when idle: {note}")
+
+
 def main():
     path, kernel, cpu, accel = sys.argv[1:5]
     runs = {}
@@ -58,8 +65,7 @@ def main():
     print(f"# rroce vs rdma_rxe, {accel.upper()}\n")
     print(f"- kernel: {kernel}")
     print(f"- CPU: {cpu}; VM acceleration: {accel}")
-    if os.environ.get("BENCH_HOST_IDLE_NOTE"):
-        print(f"- host CPUs when idle: {os.environ['BENCH_HOST_IDLE_NOTE']}")
+    print_host_idle()
     print("- same VM boot, same topology (two namespaces over veth, MTU 9000, per driver), "
           "runs interleaved rroce/rxe; median of the repetitions and its interquartile "
           "range (max - min below 4 runs); bandwidth in MiB/s (perftest's MB/sec), "

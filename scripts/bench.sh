@@ -68,7 +68,7 @@ export RROCE_VM_RUNDIR=$RUN
 # (/dev/cpu_dma_latency, held open for the run, as a latency benchmark on
 # real hardware runs with deep C-states off) makes them poll instead.
 # BENCH_HOST_IDLE=default leaves the host as it is. The table says which.
-host_idle="as configured (BENCH_HOST_IDLE=default)"
+host_idle="as configured (BENCH_HOST_IDLE=${BENCH_HOST_IDLE:-})"
 if [ "${BENCH_HOST_IDLE:-poll}" = poll ]; then
 	host_idle="as configured (/dev/cpu_dma_latency not writable)"
 	if [ -w /dev/cpu_dma_latency ] && { exec 9>/dev/cpu_dma_latency; } 2>/dev/null &&
