@@ -73,10 +73,14 @@ pub(crate) enum Counter {
     /// pending). A small stream's doorbell handing its transmit over is
     /// `TxStreamed`.
     TxKickedHome,
+    /// Packets built with their payload as page fragments of the user MR
+    /// it lies in instead of a copy (`transport::ZcPayload`, module
+    /// parameter `tx_zerocopy`).
+    SentZerocopy,
 }
 
 /// Number of counters.
-pub(crate) const COUNT: usize = 26;
+pub(crate) const COUNT: usize = 27;
 
 /// The names `rdma statistic` shows, in [`Counter`] order (NUL-terminated).
 const NAMES: [&[u8]; COUNT] = [
@@ -106,6 +110,7 @@ const NAMES: [&[u8]; COUNT] = [
     b"rcvd_handover_full\0",
     b"tx_streamed\0",
     b"tx_kicked_home\0",
+    b"sent_zerocopy\0",
 ];
 
 /// The counters of one device; all zero is a valid initial value (the

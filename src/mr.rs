@@ -445,6 +445,29 @@ impl<'g> MrRef<'g> {
         })
     }
 
+    /// Calls `f` with each pinned page piece behind `[va, va + len)`, in
+    /// order: the page, the offset in it and the bytes there, for sending
+    /// them without a copy. Only a user MR's memory is pinned pages that
+    /// may be shared so (a kernel consumer's may be slab memory, an ODP
+    /// MR's may move): `false` for any other MR, out of bounds, or when
+    /// `f` says `false`. The pages are pinned while the RCU read-side
+    /// section this reference was found in lasts; whoever keeps one longer
+    /// takes a reference to it.
+    pub(crate) fn pages(
+        &self,
+        va: u64,
+        len: usize,
+        f: impl FnMut(*mut sys::page, u32, u32) -> bool,
+    ) -> bool {
+        match &self.mr.mem {
+            Memory::User(u) => self
+                .mr
+                .offset(va)
+                .is_ok_and(|off| u.for_each_page(off, len, f).is_ok()),
+            _ => false,
+        }
+    }
+
     /// Fills `buf` from the MR at `va`.
     pub(crate) fn read(&self, va: u64, buf: &mut [u8]) -> Result<(), AccessError> {
         match &self.mr.mem {

@@ -104,27 +104,39 @@ fn put16(buf: &mut [u8], at: usize, v: u16) {
 /// (from [`segment_headers`]), writes it into the trailer and returns it:
 /// the ICRC of the packet the segment becomes.
 pub fn generate_icrc(hdrs: &[u8], seg: &mut [u8], f: Crc32Fn) -> Result<u32, IcrcError> {
-    let len = hdrs.len();
-    let mut pseudo = [0u8; MAX_PSEUDO_LEN];
     let truncated = IcrcError::Truncated {
         needed: BTH_LEN + ICRC_LEN,
         len: seg.len(),
     };
     let (covered, trailer) = seg.split_last_chunk_mut::<ICRC_LEN>().ok_or(truncated)?;
-    let (bth, rest) = covered.split_at_checked(BTH_LEN).ok_or(truncated)?;
-    let head = pseudo
+    let v = start_icrc(hdrs, covered, f)?.finish();
+    *trailer = icrc::to_wire(v);
+    Ok(v)
+}
+
+/// Starts the ICRC of a segment sent with the IP and UDP headers `hdrs`
+/// (from [`segment_headers`]) whose first bytes are `head` (its BTH and
+/// whatever follows it), all fed: feed the rest up to the trailer with
+/// [`icrc::Crc32::update`]. For a segment whose payload lies elsewhere
+/// (in pages sent without a copy).
+pub fn start_icrc(hdrs: &[u8], head: &[u8], f: Crc32Fn) -> Result<icrc::Crc32, IcrcError> {
+    let len = hdrs.len();
+    let mut pseudo = [0u8; MAX_PSEUDO_LEN];
+    let (bth, rest) = head.split_at_checked(BTH_LEN).ok_or(IcrcError::Truncated {
+        needed: BTH_LEN,
+        len: head.len(),
+    })?;
+    let ph = pseudo
         .get_mut(..len + BTH_LEN)
         .ok_or(IcrcError::Truncated {
             needed: len + BTH_LEN,
             len: MAX_PSEUDO_LEN,
         })?;
-    head[..len].copy_from_slice(hdrs);
-    head[len..].copy_from_slice(bth);
-    let mut crc = icrc::start_using(head, f)?;
+    ph[..len].copy_from_slice(hdrs);
+    ph[len..].copy_from_slice(bth);
+    let mut crc = icrc::start_using(ph, f)?;
     crc.update(rest);
-    let v = crc.finish();
-    *trailer = icrc::to_wire(v);
-    Ok(v)
+    Ok(crc)
 }
 
 /// Deterministic, allocation-free checks, shared by the host tests and

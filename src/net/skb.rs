@@ -26,13 +26,24 @@ use crate::{
 /// first packet in the skb's own data, each other one an skb of its frag
 /// list, so that cutting the run into packets again copies no payload.
 ///
+/// A packet's bytes lie in its skb's linear data, or, sent without a copy,
+/// its headers there and the rest in page fragments: its payload in pages
+/// of an MR, then its pad and ICRC in a fragment of its own
+/// ([`Skb::attach`]).
+///
 /// # Invariants
 ///
 /// `skb` points at an skb nobody else owns; `data` is null (a received
 /// packet) or points at `cap` bytes of its linear data, owned with it.
-/// `pending` is null or an skb nobody else owns either, with `pending_len`
-/// bytes of data at `pending_data`. `run.tail` is null or the last skb of
-/// `skb`'s frag list, with `run.tail_len` bytes of data at `run.tail_data`.
+/// `pending` is null or an skb nobody else owns either, with `pending_lin`
+/// bytes of linear data at `pending_data`, of a packet of `pending_len`
+/// bytes. `run.tail` is null or the last skb of `skb`'s frag list, with
+/// `run.tail_len` bytes of linear data at `run.tail_data`. `frags` counts
+/// the bytes of page fragments given to the packet being built (the pending
+/// one, or the skb's own first one), and `incomplete` says an
+/// [`Skb::attach`] to it failed. A packet held (a run's committed ones, a
+/// single one unless `incomplete`) that has page fragments ends with one of
+/// its own of at least an ICRC's length, from [`Skb::attach`].
 pub(crate) struct Skb {
     skb: NonNull<sys::sk_buff>,
     data: *mut u8,
@@ -41,6 +52,18 @@ pub(crate) struct Skb {
     pending: *mut sys::sk_buff,
     pending_data: *mut u8,
     pending_len: usize,
+    pending_lin: usize,
+    frags: usize,
+    incomplete: bool,
+}
+
+/// Bytes of a page that a packet carries as a page fragment
+/// ([`Skb::attach`]).
+#[derive(Clone, Copy)]
+pub(crate) struct PagePiece {
+    pub(crate) page: *mut sys::page,
+    pub(crate) off: u32,
+    pub(crate) len: u32,
 }
 
 /// The packets a new skb holds.
@@ -132,6 +155,9 @@ impl Skb {
             pending: null_mut(),
             pending_data: null_mut(),
             pending_len: 0,
+            pending_lin: 0,
+            frags: 0,
+            incomplete: false,
         }
     }
 
@@ -143,6 +169,8 @@ impl Skb {
             unsafe { sys::rroce_helper_kfree_skb(self.pending) };
             self.pending = null_mut();
             self.pending_data = null_mut();
+            self.frags = 0;
+            self.incomplete = false;
         }
     }
 
@@ -269,27 +297,26 @@ impl Skb {
         unsafe { core::slice::from_raw_parts_mut(self.data, self.cap) }
     }
 
-    /// The bytes (BTH through ICRC) of the last packet it holds, to be
-    /// changed before [`Skb::send`] writes the ICRC; `None` for a received
-    /// packet or an empty run.
+    /// The bytes in the skb's linear data (BTH on: all of it, or the
+    /// headers of one sent without a copy) of the last packet it holds, to
+    /// be changed before [`Skb::send`] writes the ICRC; `None` for a
+    /// received packet or an empty run.
     pub(crate) fn last_packet_mut(&mut self) -> Option<&mut [u8]> {
         if self.data.is_null() || self.run.pkts == 0 {
             return None;
         }
-        let (at, len) = if self.run.seg == 0 {
+        let (at, len) = if self.run.seg == 0 || self.run.pkts == 1 {
             (self.data, self.cap)
-        } else if self.run.pkts == 1 {
-            (self.data, self.run.seg)
         } else {
             (self.run.tail_data, self.run.tail_len)
         };
         if at.is_null() {
             return None;
         }
-        // SAFETY: a single packet's `cap` bytes at `data`, a run's first
-        // packet (`seg` bytes at `data`) or its frag list's last skb's
-        // `tail_len` bytes at `tail_data`: ours (type invariant), borrowed
-        // mutably through `self`.
+        // SAFETY: a single packet's or a run's first packet's `cap` bytes
+        // at `data`, or its frag list's last skb's `tail_len` bytes at
+        // `tail_data`: ours (type invariant), borrowed mutably through
+        // `self`.
         Some(unsafe { core::slice::from_raw_parts_mut(at, len) })
     }
 
@@ -306,47 +333,125 @@ impl Skb {
     }
 
     /// Room for one more packet of `len` bytes at the end of a GSO run
-    /// ([`Skb::can_append`]): the run's own data for its first packet, a
-    /// new skb from `ndev` for the others; `None` if it may not join or
-    /// without memory. Nothing joins before [`Skb::commit`].
+    /// ([`Skb::can_append`]), `lin` of them in linear data (all, or the
+    /// headers of a packet whose other bytes [`Skb::attach`] gives it): the
+    /// run's own data for its first packet
+    /// (which has room for `lin` bytes exactly, see [`alloc_gso`]), a new
+    /// skb from `ndev` for the others; `None` if it may not join or without
+    /// memory. Nothing joins before [`Skb::commit`].
     ///
     /// `ndev` is null or the live netdev the run was allocated for (as
     /// [`alloc`]).
-    pub(crate) fn append(&mut self, ndev: *mut sys::net_device, len: usize) -> Option<&mut [u8]> {
-        if !self.can_append(len) || self.data.is_null() {
+    pub(crate) fn append(
+        &mut self,
+        ndev: *mut sys::net_device,
+        len: usize,
+        lin: usize,
+    ) -> Option<&mut [u8]> {
+        if !self.can_append(len) || self.data.is_null() || lin > len {
             return None;
         }
         if self.run.pkts == 0 {
-            if len != self.cap {
+            if lin != self.cap {
                 return None;
             }
+            self.frags = 0;
+            self.incomplete = false;
             // SAFETY: `cap` bytes at `data` are ours (type invariant),
             // borrowed mutably through `self`.
-            return Some(unsafe { core::slice::from_raw_parts_mut(self.data, len) });
+            return Some(unsafe { core::slice::from_raw_parts_mut(self.data, lin) });
         }
         self.free_pending();
-        let (skb, data) = alloc_raw(ndev, self.run.ipv6, len)?;
-        // INVARIANT: a new skb of ours with `len` bytes at `data`.
+        let room = if lin < len { wire::MAX_HDR_LEN } else { 0 };
+        let (skb, data) = alloc_raw(ndev, self.run.ipv6, lin, room)?;
+        // INVARIANT: a new skb of ours with `lin` bytes at `data`, no page
+        // fragments yet.
         self.pending = skb.as_ptr();
         self.pending_data = data;
         self.pending_len = len;
+        self.pending_lin = lin;
+        self.frags = 0;
+        self.incomplete = false;
         // SAFETY: as just said, borrowed mutably through `self`.
-        Some(unsafe { core::slice::from_raw_parts_mut(data, len) })
+        Some(unsafe { core::slice::from_raw_parts_mut(data, lin) })
     }
 
-    /// The packet written into [`Skb::append`]'s `len` bytes joins the run;
-    /// one shorter than the segment size ends it.
+    /// The skb the packet being built goes into: the pending one of a run,
+    /// or the skb itself (a single packet, a run's first).
+    fn building(&self) -> *mut sys::sk_buff {
+        if self.run.seg != 0 && self.run.pkts > 0 {
+            self.pending
+        } else {
+            self.skb.as_ptr()
+        }
+    }
+
+    /// Gives the packet being built (after [`alloc`] with `lin` below its
+    /// length, or [`Skb::append`]) the bytes of `pages` as its next page
+    /// fragments, each with a page reference of its own, then `tail` zeroed
+    /// bytes of its own (its pad and ICRC trailer) as its last. `false`
+    /// without memory or room for them: the packet is then incomplete and
+    /// is neither committed nor sent.
+    ///
+    /// # Safety
+    ///
+    /// Each of `pages` is a live page with `off + len` bytes (the caller
+    /// holds it for the call, e.g. pinned by an MR found inside the RCU
+    /// read-side section the caller holds).
+    pub(crate) unsafe fn attach(&mut self, pages: &[PagePiece], tail: usize) -> bool {
+        let skb = self.building();
+        if skb.is_null() || self.data.is_null() {
+            return false;
+        }
+        // Until the trailer is in.
+        self.incomplete = true;
+        for p in pages {
+            // SAFETY: the skb is ours (type invariant), being built; the
+            // page is live with those bytes (caller), and gets a reference
+            // of the skb's own.
+            if unsafe { sys::rroce_helper_skb_add_page(skb, p.page, p.off, p.len) } != 0 {
+                return false;
+            }
+            self.frags = self.frags.saturating_add(p.len as usize);
+        }
+        let Ok(tail32) = u32::try_from(tail) else {
+            return false;
+        };
+        if tail < icrc::ICRC_LEN {
+            return false;
+        }
+        let mut at: *mut u8 = null_mut();
+        // SAFETY: the skb is ours (type invariant), being built.
+        if unsafe { sys::rroce_helper_skb_add_tail(skb, tail32, &mut at) } != 0 {
+            return false;
+        }
+        // INVARIANT: its last fragment is its own trailer.
+        self.frags = self.frags.saturating_add(tail);
+        self.incomplete = false;
+        true
+    }
+
+    /// The packet written into [`Skb::append`]'s bytes (and the page
+    /// fragments given it), `len` bytes in all, joins the run; one shorter
+    /// than the segment size ends it.
     pub(crate) fn commit(&mut self, len: usize) {
         if !self.can_append(len) {
             return;
         }
+        let frags = core::mem::take(&mut self.frags);
+        if core::mem::take(&mut self.incomplete) {
+            return;
+        }
         if self.run.pkts == 0 {
-            if len == self.cap {
+            if self.cap.checked_add(frags) == Some(len) {
                 self.run.pkts = 1;
             }
             return;
         }
-        if self.pending.is_null() || len != self.pending_len {
+        if self.pending.is_null()
+            || len != self.pending_len
+            || self.pending_lin.checked_add(frags) != Some(len)
+        {
             return;
         }
         // SAFETY: both ours (type invariant); `tail` is null or the last
@@ -357,7 +462,7 @@ impl Skb {
         // the pending one's.
         self.run.tail = self.pending;
         self.run.tail_data = self.pending_data;
-        self.run.tail_len = self.pending_len;
+        self.run.tail_len = self.pending_lin;
         self.pending = null_mut();
         self.pending_data = null_mut();
         self.run.pkts = self.run.pkts.saturating_add(1);
@@ -393,7 +498,7 @@ impl Skb {
             return Err(ENODEV);
         }
         let g = self.run;
-        if g.pkts == 0 {
+        if g.pkts == 0 || (g.seg == 0 && self.incomplete) {
             return Err(EINVAL);
         }
         let segs = if g.seg != 0 && g.pkts > 1 { g.pkts } else { 1 };
@@ -435,6 +540,9 @@ impl Skb {
         let f = crate::rdma::icrc_crc32();
         if segs > 1 {
             self.write_segment_icrcs(pkt, f)?;
+        } else if has_frags(self.skb.as_ptr()) {
+            let crc = icrc::start_using(pkt, f).map_err(|_| EINVAL)?;
+            finish_icrc_frags(self.skb.as_ptr(), crc)?;
         } else if icrc::generate_using(pkt, f).is_err() {
             return Err(EINVAL);
         }
@@ -460,7 +568,8 @@ impl Skb {
         let hl = gso::headers_len(pkt).map_err(|_| EINVAL)?;
         let room = u32::try_from(hl).map_err(|_| EINVAL)?;
         let (hdr, first) = pkt.split_at_mut(hl);
-        segment_icrc(hdr, 0, first, None, f)?;
+        // The first packet is a whole segment (`Skb::append`).
+        segment_icrc(hdr, 0, first, self.run.seg, self.skb.as_ptr(), None, f)?;
         let mut next: *mut sys::sk_buff = null_mut();
         for i in 1..self.run.pkts {
             let mut at: *mut u8 = null_mut();
@@ -488,28 +597,95 @@ impl Skb {
             // `data` (the helper checked the headroom), so apart from
             // `body`; owned with it.
             let out = unsafe { core::slice::from_raw_parts_mut(at, hl) };
-            segment_icrc(hdr, i, body, Some(out), f)?;
+            // SAFETY: a plain read of a frag list skb we own; it has no
+            // frag list of its own.
+            let total = unsafe { sys::rroce_helper_skb_len(next) } as usize;
+            segment_icrc(hdr, i, body, total, next, Some(out), f)?;
         }
         Ok(())
     }
 }
 
-/// Writes the ICRC of segment `i`, the packet `body`, of a GSO packet
-/// whose IP and UDP headers are `hdr`, for the headers segmentation gives
-/// it; with `out`, writes those headers there too.
+/// Writes the ICRC of segment `i` of a GSO packet whose IP and UDP headers
+/// are `hdr`, for the headers segmentation gives it; with `out`, writes
+/// those headers there too. The segment is the packet of `len` bytes whose
+/// linear part (the BTH on) is `body` in `skb` (a held packet's, see
+/// [`Skb`]), the rest, if any, `skb`'s page fragments.
 fn segment_icrc(
     hdr: &[u8],
     i: u32,
     body: &mut [u8],
+    len: usize,
+    skb: *mut sys::sk_buff,
     out: Option<&mut [u8]>,
     f: icrc::Crc32Fn,
 ) -> Result {
     let mut h = [0u8; gso::MAX_HEADERS];
     let id = u16::try_from(i).map_err(|_| EINVAL)?;
     let out = out.unwrap_or(&mut h[..]);
-    let n = gso::segment_headers(hdr, id, body.len(), out).map_err(|_| EINVAL)?;
+    let frags = has_frags(skb);
+    if !frags && len != body.len() {
+        return Err(EINVAL);
+    }
+    let n = gso::segment_headers(hdr, id, len, out).map_err(|_| EINVAL)?;
     let hs = out.get(..n).ok_or(EINVAL)?;
+    if frags {
+        let crc = gso::start_icrc(hs, body, f).map_err(|_| EINVAL)?;
+        return finish_icrc_frags(skb, crc);
+    }
     gso::generate_icrc(hs, body, f).map_err(|_| EINVAL)?;
+    Ok(())
+}
+
+/// Whether `skb`, one of ours being sent, has page fragments.
+fn has_frags(skb: *mut sys::sk_buff) -> bool {
+    // SAFETY: a plain read of an skb the caller owns.
+    unsafe { sys::rroce_helper_nr_frags(skb) != 0 }
+}
+
+/// Feeds `crc`, which has taken a packet's bytes in the linear data of
+/// `skb`, the bytes of its page fragments but the last four, and writes
+/// the ICRC into those.
+///
+/// `skb` is a held packet's (see [`Skb`]) with page fragments: its last is
+/// its own trailer.
+fn finish_icrc_frags(skb: *mut sys::sk_buff, mut crc: icrc::Crc32) -> Result {
+    // SAFETY: a plain read of an skb the caller owns.
+    let n = unsafe { sys::rroce_helper_nr_frags(skb) } as usize;
+    if n == 0 || n > MAX_FRAGS {
+        return Err(EINVAL);
+    }
+    let mut raw = [sys::rroce_piece {
+        data: null_mut(),
+        len: 0,
+    }; MAX_FRAGS];
+    // SAFETY: the skb is the caller's, with `n` page fragments, at most
+    // `MAX_FRAGS`; `raw` has room for them.
+    unsafe { sys::rroce_helper_rx_frags(skb, raw.as_mut_ptr(), n as u32) };
+    let (last, pages) = raw.get(..n).and_then(|r| r.split_last()).ok_or(EINVAL)?;
+    for p in pages {
+        if p.data.is_null() {
+            return Err(EINVAL);
+        }
+        // SAFETY: a page fragment of the skb, mapped (no highmem: see
+        // `rroce_helper_tx_zerocopy()`), readable while the caller owns the
+        // skb; only the CRC routine reads it (its owner may write the page
+        // meanwhile, which at worst makes the ICRC wrong and the packet
+        // dropped, as the sender broke the rule not to).
+        let bytes = unsafe { core::slice::from_raw_parts(p.data, p.len as usize) };
+        crc.update(bytes);
+    }
+    if last.data.is_null() {
+        return Err(EINVAL);
+    }
+    // SAFETY: the skb's last fragment is its own trailer (type invariant
+    // of `Skb` for a held packet), mapped, written only here.
+    let tail = unsafe { core::slice::from_raw_parts_mut(last.data, last.len as usize) };
+    let (covered, trailer) = tail
+        .split_last_chunk_mut::<{ icrc::ICRC_LEN }>()
+        .ok_or(EINVAL)?;
+    crc.update(covered);
+    *trailer = icrc::to_wire(crc.finish());
     Ok(())
 }
 
@@ -521,32 +697,43 @@ fn segment_icrc(
 /// reference is held): it may wait on the QP past the netdev's removal,
 /// and [`Skb::send`] sets it from the netdev live then.
 pub(crate) fn alloc(ndev: *mut sys::net_device, ipv6: bool, len: usize) -> Option<Skb> {
-    let (skb, data) = alloc_raw(ndev, ipv6, len)?;
+    let (skb, data) = alloc_raw(ndev, ipv6, len, 0)?;
     // INVARIANT: the helper put `len` bytes at `data`, owned with the skb;
     // a single packet uses them all.
     Some(Skb::new(skb, data, len, Run::single(ipv6)))
 }
 
+/// [`alloc`] for a packet sent without a copy: `lin` bytes for its headers
+/// ([`Skb::buf`]), the rest given as page fragments ([`Skb::attach`]).
+pub(crate) fn alloc_headers(ndev: *mut sys::net_device, ipv6: bool, lin: usize) -> Option<Skb> {
+    let (skb, data) = alloc_raw(ndev, ipv6, lin, wire::MAX_HDR_LEN)?;
+    // INVARIANT: `lin` bytes at `data`, owned with the skb, no fragments.
+    Some(Skb::new(skb, data, lin, Run::single(ipv6)))
+}
+
 /// Allocates an empty GSO run for up to `pkts` packets of `seg` bytes
-/// (see [`alloc`]; [`Skb::append`] adds them), or `None` (no memory, a null
-/// `ndev`, or fewer than two packets).
+/// (see [`alloc`]; [`Skb::append`] adds them), the first with `lin` of
+/// them in linear data (`seg`, or the headers of one sent without a copy),
+/// or `None` (no memory, a null `ndev`, or fewer than two packets).
 pub(crate) fn alloc_gso(
     ndev: *mut sys::net_device,
     ipv6: bool,
     seg: usize,
+    lin: usize,
     pkts: usize,
 ) -> Option<Skb> {
     let max = u32::try_from(pkts.min(GSO_MAX_PKTS)).ok()?;
-    if max < 2 || seg == 0 {
+    if max < 2 || seg == 0 || lin > seg {
         return None;
     }
-    let (skb, data) = alloc_raw(ndev, ipv6, seg)?;
-    // INVARIANT: `seg` bytes at `data` for the first packet, owned with
+    let room = if lin < seg { wire::MAX_HDR_LEN } else { 0 };
+    let (skb, data) = alloc_raw(ndev, ipv6, lin, room)?;
+    // INVARIANT: `lin` bytes at `data` for the first packet, owned with
     // the skb; no frag list yet.
     Some(Skb::new(
         skb,
         data,
-        seg,
+        lin,
         Run {
             seg,
             pkts: 0,
@@ -576,20 +763,24 @@ impl Run {
     }
 }
 
-/// An skb with `len` bytes of data for `ndev` (see [`alloc`]).
+/// An skb with `len` bytes of data for `ndev` (see [`alloc`]) and at
+/// least `room` bytes of tailroom after them (where a receiver on this host
+/// pulls the headers of a packet whose payload is in page fragments).
 fn alloc_raw(
     ndev: *mut sys::net_device,
     ipv6: bool,
     len: usize,
+    room: usize,
 ) -> Option<(NonNull<sys::sk_buff>, *mut u8)> {
     if ndev.is_null() {
         return None;
     }
     let len32 = u32::try_from(len).ok()?;
+    let room32 = u32::try_from(room).ok()?;
     let mut data: *mut u8 = null_mut();
     // SAFETY: `ndev` is non-null, and live: the callers read it from the
     // device inside the RCU read-side section they still hold.
-    let skb = unsafe { sys::rroce_helper_tx_alloc(ndev, ipv6, len32, &mut data) };
+    let skb = unsafe { sys::rroce_helper_tx_alloc(ndev, ipv6, len32, room32, &mut data) };
     Some((NonNull::new(skb)?, data))
 }
 
@@ -662,178 +853,4 @@ pub(crate) unsafe fn net_of(ndev: *mut sys::net_device) -> usize {
 
 /// Checks run by KUnit.
 #[cfg(CONFIG_KUNIT)]
-pub(crate) mod selftest {
-    use super::{alloc, alloc_gso, null_mut, sys, NonNull, Skb};
-    use crate::engine::{icrc, wire};
-
-    /// A received packet is read where the skb holds it: whole in its
-    /// linear part, or with its UDP payload in page fragments (its RoCE
-    /// headers are pulled into the first piece, the rest stays in place),
-    /// where the ICRC checks and the packet parses as it does whole; a frag
-    /// list is linearized.
-    pub(crate) fn rx_pieces() -> Result<(), &'static str> {
-        // SAFETY: plain query.
-        let lo = unsafe { sys::rroce_helper_init_net_loopback() };
-        let mut paged = false;
-        for (_, pkt) in icrc::selftest::RXE_CAPTURED.iter() {
-            let l3 = if pkt.first().is_some_and(|b| b >> 4 == 6) {
-                40
-            } else {
-                20
-            };
-            let len = pkt.len();
-            let udp = l3 + icrc::UDP_HDR_LEN;
-            // (bytes in the linear part, fragment size, frag list)
-            let rest = len.saturating_sub(udp);
-            let cases = [
-                (len, 4096, false),
-                (udp, 4096, false),
-                (udp, rest.div_ceil(16).max(1), false),
-                (udp + 5, rest.div_ceil(16).max(3), false),
-                (udp, 4096, true),
-            ];
-            for (linear, frag, list) in cases {
-                // SAFETY: `len` bytes at `pkt`; the skb returned is ours.
-                let raw = unsafe {
-                    sys::rroce_helper_test_rx_skb(
-                        pkt.as_ptr(),
-                        len as u32,
-                        l3 as u32,
-                        linear as u32,
-                        frag as u32,
-                        list,
-                    )
-                };
-                let raw = NonNull::new(raw).ok_or("test skb")?;
-                // SAFETY: a new skb nobody else owns.
-                let skb = unsafe { Skb::from_received(raw) };
-                let r = skb.with_received(|s, ndev| -> Result<bool, &'static str> {
-                    if ndev != lo {
-                        return Err("the netdev the packet arrived on");
-                    }
-                    if !s.eq_bytes(pkt) {
-                        return Err("the pieces hold other bytes than the packet");
-                    }
-                    let head = (udp + wire::MAX_HDR_LEN).min(len);
-                    if s.head().len() < head {
-                        return Err("the RoCE headers are not in the first piece");
-                    }
-                    let split = s.contiguous().is_none();
-                    if split != (linear < len && !list && head < len) {
-                        return Err("linearized, or page fragments where there were none");
-                    }
-                    icrc::verify_scatter_using(s, icrc::crc32_le).map_err(|_| "ICRC in pieces")?;
-                    let roce = s.skip(udp).ok_or("UDP payload")?;
-                    let whole = pkt.get(udp..).ok_or("UDP payload")?;
-                    if wire::parse_scatter(roce, None) != wire::parse(whole, None) {
-                        return Err("pieces parse differently");
-                    }
-                    Ok(split)
-                });
-                paged |= r.ok_or("no pieces")??;
-            }
-        }
-        if !paged {
-            return Err("no packet was read in pieces");
-        }
-        Ok(())
-    }
-
-    /// A GSO run holds its first packet in its own data and chains each
-    /// other one, in order, as an skb of its frag list; its first packet
-    /// is a full segment, a shorter one ends it, and it holds at most the
-    /// packets it was made for.
-    pub(crate) fn run_chain() -> Result<(), &'static str> {
-        // SAFETY: init_net's loopback netdev lives as long as the kernel.
-        let lo = unsafe { sys::rroce_helper_init_net_loopback() };
-        let mut run = alloc_gso(lo, false, 64, 4).ok_or("alloc_gso")?;
-        if run.packets() != 0 || !run.is_run() {
-            return Err("a new run holds no packet");
-        }
-        if run.can_append(40) || run.append(lo, 40).is_some() {
-            return Err("a run starts with a full segment");
-        }
-        for (i, len) in [(1u8, 64usize), (2, 64), (3, 40)] {
-            let buf = run.append(lo, len).ok_or("append")?;
-            if buf.len() != len {
-                return Err("append gave the wrong room");
-            }
-            buf.fill(i);
-            // Appended but not yet committed, it is not the last: the one
-            // committed before it is (none before the first).
-            let before = run.last_packet_mut().map(|p| (p.len(), p.first().copied()));
-            let want = if i == 1 {
-                None
-            } else {
-                Some((64, Some(i - 1)))
-            };
-            if before != want {
-                return Err("an uncommitted packet became the last");
-            }
-            run.commit(len);
-            // The packet just committed is the one a requester pass marks.
-            let last = run.last_packet_mut().ok_or("no last packet")?;
-            if last.len() != len || last.iter().any(|b| *b != i) {
-                return Err("the last packet is the one committed last");
-            }
-        }
-        if run.packets() != 3 || run.can_append(64) || run.can_append(8) {
-            return Err("a shorter packet ends the run");
-        }
-        let mut next = null_mut();
-        // IPv4 and UDP headers: room in front of each later packet.
-        const ROOM: u32 = 28;
-        for (i, want, room) in [(2u8, 64u32, ROOM), (3, 40, 0)] {
-            let (mut at, mut data, mut len) = (null_mut(), null_mut(), 0u32);
-            // SAFETY: the run owns its head, `next` is null or in its list.
-            next = unsafe {
-                sys::rroce_helper_run_next(run.as_ptr(), next, room, &mut at, &mut data, &mut len)
-            };
-            let placed = if room == 0 {
-                at.is_null()
-            } else {
-                !at.is_null() && at.wrapping_add(ROOM as usize) == data
-            };
-            if !placed {
-                return Err("the header room is just in front of the packet, if asked for");
-            }
-            if next.is_null() || len != want {
-                return Err("the frag list holds the later packets, in order");
-            }
-            // SAFETY: `len` bytes of a frag list skb the run owns.
-            let bytes = unsafe { core::slice::from_raw_parts(data, len as usize) };
-            if bytes.iter().any(|b| *b != i) {
-                return Err("a chained packet lost its bytes");
-            }
-        }
-        let (mut at, mut data, mut len) = (null_mut(), null_mut(), 0u32);
-        // SAFETY: as above.
-        if !unsafe {
-            sys::rroce_helper_run_next(run.as_ptr(), next, 0, &mut at, &mut data, &mut len)
-        }
-        .is_null()
-        {
-            return Err("the frag list ends after the last packet");
-        }
-        let mut full = alloc_gso(lo, false, 64, 2).ok_or("alloc_gso")?;
-        for _ in 0..2 {
-            full.append(lo, 64).ok_or("append")?.fill(0);
-            full.commit(64);
-        }
-        if full.packets() != 2 || full.can_append(64) {
-            return Err("a run holds at most the packets it was made for");
-        }
-        if alloc_gso(lo, false, 64, 1).is_some() {
-            return Err("a run of one packet");
-        }
-        let mut one = alloc(lo, false, 24).ok_or("alloc")?;
-        one.buf().fill(5);
-        if one
-            .last_packet_mut()
-            .is_none_or(|p| p.len() != 24 || p.iter().any(|b| *b != 5))
-        {
-            return Err("a single packet is its own last");
-        }
-        Ok(())
-    }
-}
+pub(crate) mod selftest;

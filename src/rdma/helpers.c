@@ -283,11 +283,12 @@ void rroce_helper_consume_skb(struct sk_buff *skb)
 	consume_skb(skb);
 }
 
-struct sk_buff *rroce_helper_tx_alloc(struct net_device *ndev, bool ipv6, u32 len, u8 **data)
+struct sk_buff *rroce_helper_tx_alloc(struct net_device *ndev, bool ipv6, u32 len, u32 room,
+				      u8 **data)
 {
 	unsigned int hdr = ETH_HLEN + sizeof(struct udphdr) +
 			   (ipv6 ? sizeof(struct ipv6hdr) : sizeof(struct iphdr));
-	struct sk_buff *skb = alloc_skb(len + hdr + LL_RESERVED_SPACE(ndev), GFP_ATOMIC);
+	struct sk_buff *skb = alloc_skb(len + room + hdr + LL_RESERVED_SPACE(ndev), GFP_ATOMIC);
 
 	if (!skb)
 		return NULL;
@@ -297,6 +298,74 @@ struct sk_buff *rroce_helper_tx_alloc(struct net_device *ndev, bool ipv6, u32 le
 	skb->protocol = ipv6 ? htons(ETH_P_IPV6) : htons(ETH_P_IP);
 	*data = skb_put(skb, len);
 	return skb;
+}
+
+/*
+ * tx_zerocopy: a packet of an RC request whose payload lies in a user MR
+ * carries that payload as page fragments of the MR's pinned pages instead
+ * of a copy (Documentation/benchmark.rst, "Zero-copy transmit").
+ */
+static bool tx_zerocopy = true;
+module_param(tx_zerocopy, bool, 0644);
+MODULE_PARM_DESC(tx_zerocopy,
+		 "send RC request payloads from user MRs' pages without copying them (default: on)");
+
+bool rroce_helper_tx_zerocopy(struct net_device *ndev)
+{
+	/* Fragments are read through their kernel address (the ICRC). */
+	return !IS_ENABLED(CONFIG_HIGHMEM) && READ_ONCE(tx_zerocopy) &&
+	       (READ_ONCE(ndev->features) & NETIF_F_SG);
+}
+
+int rroce_helper_skb_add_page(struct sk_buff *skb, struct page *page, u32 off, u32 len)
+{
+	struct skb_shared_info *sh = skb_shinfo(skb);
+	int i = sh->nr_frags;
+
+	/* One fragment stays free for the trailer. */
+	if (i >= MAX_SKB_FRAGS - 1 || !len)
+		return -EMSGSIZE;
+	get_page(page);
+	skb_fill_page_desc_noacc(skb, i, page, off, len);
+	skb->len += len;
+	skb->data_len += len;
+	skb->truesize += len;
+	/* The page is the user's, who may write it: whoever would change the
+	 * packet in place copies it first. */
+	sh->flags |= SKBFL_SHARED_FRAG;
+	return 0;
+}
+
+int rroce_helper_skb_add_tail(struct sk_buff *skb, u32 len, u8 **data)
+{
+	struct skb_shared_info *sh = skb_shinfo(skb);
+	int i = sh->nr_frags;
+	struct page *page;
+	void *p;
+
+	if (i >= MAX_SKB_FRAGS || !len)
+		return -EMSGSIZE;
+	p = netdev_alloc_frag(len);
+	if (!p)
+		return -ENOMEM;
+	memset(p, 0, len);
+	page = virt_to_head_page(p);
+	skb_fill_page_desc(skb, i, page, p - page_address(page), len);
+	skb->len += len;
+	skb->data_len += len;
+	skb->truesize += SKB_DATA_ALIGN(len);
+	*data = p;
+	return 0;
+}
+
+u32 rroce_helper_nr_frags(struct sk_buff *skb)
+{
+	return skb_shinfo(skb)->nr_frags;
+}
+
+u32 rroce_helper_skb_len(struct sk_buff *skb)
+{
+	return skb->len;
 }
 
 void rroce_helper_run_chain(struct sk_buff *head, struct sk_buff *tail, struct sk_buff *pkt)
@@ -319,7 +388,7 @@ struct sk_buff *rroce_helper_run_next(struct sk_buff *head, struct sk_buff *skb,
 	if (!skb)
 		return NULL;
 	*data = skb->data;
-	*len = skb->len;
+	*len = skb_headlen(skb);
 	/* The packet's IP and UDP headers go in the @hdr_room bytes in front
 	 * of it (where UDP GRO leaves them and skb_segment_list() expects
 	 * them); the caller writes them. */
@@ -451,8 +520,18 @@ int rroce_helper_tx_prepare(struct sk_buff *skb, struct net_device *ndev, bool i
 
 	/* A run's first packet is the skb's own data, the others its frag
 	 * list (before the route: nothing to give back yet). */
-	if (gso_segs > 1 && (!skb_has_frag_list(skb) || skb_headlen(skb) != gso_size))
-		return -EINVAL;
+	if (gso_segs > 1) {
+		struct sk_buff *f;
+		u32 rest = 0;
+
+		if (!skb_has_frag_list(skb))
+			return -EINVAL;
+		skb_walk_frags(skb, f)
+			rest += f->len;
+		/* Its first packet: the linear data and any page fragments. */
+		if (skb->len - rest != gso_size)
+			return -EINVAL;
+	}
 	skb->dev = ndev;
 
 	if (ipv6)

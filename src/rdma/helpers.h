@@ -94,18 +94,36 @@ struct rroce_piece {
 int rroce_helper_rx_skb(struct sk_buff *skb, u32 pull, u32 max_frags, struct net_device **ndev,
 			u8 **l3, u32 *l3_len);
 /* The first @n page fragments of @skb, after rroce_helper_rx_skb() said it
- * has them, as pieces (each mapped, readable while the skb is). */
+ * has them (or, sending, rroce_helper_nr_frags()), as pieces (each mapped,
+ * readable while the skb is). */
 void rroce_helper_rx_frags(struct sk_buff *skb, struct rroce_piece *pieces, u32 n);
 void rroce_helper_kfree_skb(struct sk_buff *skb);
 void rroce_helper_consume_skb(struct sk_buff *skb);
 /* An skb with room for @ndev's link header and the IP and UDP headers in
- * front of @len bytes; skb->dev stays NULL until rroce_helper_tx_prepare(). */
-struct sk_buff *rroce_helper_tx_alloc(struct net_device *ndev, bool ipv6, u32 len, u8 **data);
+ * front of @len bytes, and at least @room bytes of tailroom after them;
+ * skb->dev stays NULL until rroce_helper_tx_prepare(). */
+struct sk_buff *rroce_helper_tx_alloc(struct net_device *ndev, bool ipv6, u32 len, u32 room,
+				      u8 **data);
+/* Whether payloads go out of @ndev as page fragments of the MR's pages
+ * (module parameter tx_zerocopy, and @ndev takes fragments). */
+bool rroce_helper_tx_zerocopy(struct net_device *ndev);
+/* Appends @len bytes of @page from @off to @skb as its next page fragment,
+ * with a reference of its own; -EMSGSIZE if only the trailer's fragment
+ * is left (or @len is 0). */
+int rroce_helper_skb_add_page(struct sk_buff *skb, struct page *page, u32 off, u32 len);
+/* Appends @len zeroed bytes of its own to @skb as its last page fragment,
+ * at @data; -EMSGSIZE without a fragment left, -ENOMEM. */
+int rroce_helper_skb_add_tail(struct sk_buff *skb, u32 len, u8 **data);
+/* The page fragments of @skb. */
+u32 rroce_helper_nr_frags(struct sk_buff *skb);
+/* The bytes @skb holds (linear, page fragments and frag list). */
+u32 rroce_helper_skb_len(struct sk_buff *skb);
 /* Appends @pkt, a new packet from rroce_helper_tx_alloc(), to the frag list
  * of @head, another, after @tail (NULL: @pkt is the first one there). */
 void rroce_helper_run_chain(struct sk_buff *head, struct sk_buff *tail, struct sk_buff *pkt);
 /* The skb after @skb in a frag list (NULL at the end); @skb NULL: the first
- * in @head's. Its packet is @len bytes at the returned @data. With
+ * in @head's. Its packet's linear bytes are the @len at the returned @data
+ * (all of it, unless it has page fragments too). With
  * @hdr_room (the IP and UDP headers' length) and that much headroom, its
  * network and transport headers are set in the headroom, @hdr pointing at
  * the @hdr_room bytes for the caller to write; otherwise @hdr is NULL. */
@@ -125,7 +143,8 @@ void rroce_helper_route_cache_reset(struct rroce_route *r);
  * it found it under), through @route if not NULL, then push the UDP and IP
  * headers (as rdma_rxe's prepare4/6). Not with interrupts off. With
  * @gso_segs > 1 the skb is a UDP GSO packet of @gso_segs segments, its
- * first packet (@gso_size bytes) linear and the others each an skb of its
+ * first packet (@gso_size bytes) its own data (linear, and any page
+ * fragments rroce_helper_skb_add_page() gave it) and the others each an skb of its
  * frag list (rroce_helper_run_chain()), so that segmentation unlinks them
  * without copying (SKB_GSO_FRAGLIST; the caller writes each one's IP and
  * UDP headers in its headroom, rroce_helper_run_next()), and an IPv4

@@ -120,6 +120,33 @@ impl Umem {
         Ok(())
     }
 
+    /// Calls `f` with the page, the offset in it and the length of each
+    /// page's part of the `len` bytes at byte `start`, in order; stops with
+    /// [`OutOfBounds`] at the first page past the range or when `f` says
+    /// `false`. The pages stay pinned as long as `self` lives.
+    pub(crate) fn for_each_page(
+        &self,
+        start: usize,
+        len: usize,
+        mut f: impl FnMut(*mut sys::page, u32, u32) -> bool,
+    ) -> Result<(), OutOfBounds> {
+        let mut pos = start.checked_add(self.page_off).ok_or(OutOfBounds)?;
+        let mut done = 0usize;
+        const PAGE: usize = kernel::page::PAGE_SIZE;
+        while done < len {
+            let page = *self.pages.get(pos / PAGE).ok_or(OutOfBounds)?;
+            let off = pos % PAGE;
+            let n = (PAGE - off).min(len - done);
+            // No truncation: both are below `PAGE_SIZE`.
+            if !f(page, off as u32, n as u32) {
+                return Err(OutOfBounds);
+            }
+            done += n;
+            pos += n;
+        }
+        Ok(())
+    }
+
     /// Copies `data` into the range at byte `start`.
     pub(crate) fn write(&self, start: usize, data: &[u8]) -> Result<(), OutOfBounds> {
         // `copy` only reads `buf` when copying into the pages.

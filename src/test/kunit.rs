@@ -261,6 +261,11 @@ mod objects {
     }
 
     #[test]
+    fn skb_tx_pages() -> Result {
+        run("skb_tx_pages", crate::net::skb::selftest::tx_pages())
+    }
+
+    #[test]
     fn skb_rx_pieces() -> Result {
         run("skb_rx_pieces", crate::net::skb::selftest::rx_pieces())
     }

@@ -35,6 +35,7 @@ use kernel::{prelude::*, sync::rcu};
 use crate::{
     abi,
     completion::{Completion, WcOpcode, WcStatus},
+    counters::Counter,
     cq::{Kind, RroceCq},
     dev::RroceDev,
     engine::{
@@ -442,6 +443,107 @@ pub(crate) struct Ctx<'a> {
     rcu: &'a rcu::Guard,
 }
 
+/// The most page pieces a packet's payload goes out in without a copy, each
+/// a page fragment: with its trailer's, well below the kernel's
+/// `MAX_SKB_FRAGS` (17 or more).
+const ZC_PIECES: usize = 8;
+
+/// The least payload a packet sends without a copy: below it, copying the
+/// bytes costs less than the page references.
+const ZC_MIN: usize = 512;
+
+/// A packet's payload as bytes of pinned pages of user MRs, to go out as
+/// page fragments instead of a copy ([`Ctx::zc_payload`]), valid while the
+/// RCU read-side section `'g` it was found in lasts: the MRs' pages stay
+/// pinned until a grace period after they leave the device's table.
+///
+/// A user MR's pages are the process's, who may write them after posting
+/// (breaking the rule not to touch a buffer before its completion): the
+/// ICRC, computed when the packet leaves, then no longer matches and the
+/// packet is dropped, as a packet corrupted on the wire is, and sent again.
+/// So only RC requests go out this way: a responder's READ responses read
+/// memory its owner may change at any time, and UC and UD complete
+/// without waiting for the peer to have received the packet.
+///
+/// # Invariants
+///
+/// `pieces[..n]` are live pages' bytes, `len` of them in all.
+pub(super) struct ZcPayload<'g> {
+    pieces: [skb::PagePiece; ZC_PIECES],
+    n: usize,
+    len: usize,
+    _rcu: core::marker::PhantomData<&'g rcu::Guard>,
+}
+
+impl ZcPayload<'_> {
+    fn new() -> Self {
+        ZcPayload {
+            pieces: [skb::PagePiece {
+                page: core::ptr::null_mut(),
+                off: 0,
+                len: 0,
+            }; ZC_PIECES],
+            n: 0,
+            len: 0,
+            _rcu: core::marker::PhantomData,
+        }
+    }
+
+    /// Adds `len` bytes of `page` from `off`; `false` if full.
+    fn push(&mut self, page: *mut sys::page, off: u32, len: u32) -> bool {
+        let Some(p) = self.pieces.get_mut(self.n) else {
+            return false;
+        };
+        if page.is_null() || len == 0 {
+            return false;
+        }
+        // INVARIANT: a pinned page of a user MR (`MrRef::pages`).
+        *p = skb::PagePiece { page, off, len };
+        self.n += 1;
+        self.len = self.len.saturating_add(len as usize);
+        true
+    }
+
+    fn pieces(&self) -> &[skb::PagePiece] {
+        self.pieces.get(..self.n).unwrap_or(&[])
+    }
+}
+
+impl<'a> Ctx<'a> {
+    /// The `len` bytes at `off` of the payload that `num_sge` SGEs in
+    /// `elem` gather, as the pinned pages of user MRs they lie in, if they
+    /// may go out without a copy ([`ZcPayload`]): the netdev takes page
+    /// fragments and the module parameter `tx_zerocopy` is on, the packet
+    /// carries at least [`ZC_MIN`] bytes, every SGE's part is in a user MR
+    /// with its access checked, and in at most [`ZC_PIECES`] pieces.
+    /// `None` otherwise (the copy then finds any error).
+    fn zc_payload(
+        &self,
+        elem: &[u8],
+        sge_at: fn(&[u8], usize) -> Option<abi::Sge>,
+        num_sge: u32,
+        (off, len): (u32, u32),
+    ) -> Option<ZcPayload<'a>> {
+        if (len as usize) < ZC_MIN || self.ndev.is_null() {
+            return None;
+        }
+        // SAFETY: `ndev` is live: read from the device inside the RCU
+        // read-side section the context holds.
+        if !unsafe { sys::rroce_helper_tx_zerocopy(self.ndev) } {
+            return None;
+        }
+        let mut z = ZcPayload::new();
+        let walked = self.walk_sges(elem, sge_at, num_sge, (off, len), 0, |mr, va, r| {
+            // The parts come in order, each after the one before.
+            if r.start != z.len || !mr.pages(va, r.len(), |page, o, n| z.push(page, o, n)) {
+                return Err(AccessError::Bounds);
+            }
+            Ok(())
+        });
+        (walked.is_ok() && z.len == len as usize).then_some(z)
+    }
+}
+
 impl<'a> Ctx<'a> {
     /// The transport of the QP whose fixed part is `qp` and whose locked
     /// part is `inner`, on `dev` (whose netdev is `ndev`, null if none),
@@ -496,7 +598,7 @@ impl Ctx<'_> {
         payload_len: usize,
         fill: impl FnOnce(&mut Self, &mut [u8]) -> Result<(), SgeError>,
     ) -> Result<bool, SgeError> {
-        self.queue_in_run(h, payload_len, 0, fill)
+        self.queue_in_run(h, payload_len, 0, None, fill)
     }
 
     /// [`Self::queue`] for a packet of a message the caller queues `follow`
@@ -506,11 +608,15 @@ impl Ctx<'_> {
     /// takes UDP GSO, starts a run for itself and the packets that follow
     /// (those of a stream's middle, and its last one, share its size or
     /// are shorter).
+    ///
+    /// With `zc` the payload goes out as those pages (see [`ZcPayload`])
+    /// and `fill` is not called.
     fn queue_in_run(
         &mut self,
         h: &Headers,
         payload_len: usize,
         follow: u32,
+        zc: Option<&ZcPayload<'_>>,
         fill: impl FnOnce(&mut Self, &mut [u8]) -> Result<(), SgeError>,
     ) -> Result<bool, SgeError> {
         if self.ndev.is_null() {
@@ -518,6 +624,12 @@ impl Ctx<'_> {
         }
         let Some(total) = wire::packet_len(h.bth.opcode, payload_len) else {
             return Ok(false);
+        };
+        // The bytes in the skb's linear data: all, or the headers.
+        let lin = if zc.is_some() {
+            h.bth.opcode.info().hdr_len
+        } else {
+            total
         };
         let lane = Lane::of(h.bth.opcode);
         let joins = self
@@ -543,14 +655,21 @@ impl Ctx<'_> {
                     0
                 };
                 let pkts = (follow as usize).saturating_add(1).min(room);
-                let run = skb::alloc_gso(self.ndev, ipv6, total, pkts);
-                match run.or_else(|| skb::alloc(self.ndev, ipv6, total)) {
+                let run = skb::alloc_gso(self.ndev, ipv6, total, lin, pkts);
+                let one = || {
+                    if lin < total {
+                        skb::alloc_headers(self.ndev, ipv6, lin)
+                    } else {
+                        skb::alloc(self.ndev, ipv6, total)
+                    }
+                };
+                match run.or_else(one) {
                     Some(s) => s,
                     None => return Ok(false),
                 }
             }
         };
-        let built = Self::write_packet(self, &mut skb, h, payload_len, total, fill);
+        let built = Self::write_packet(self, &mut skb, h, payload_len, (total, lin), zc, fill);
         if matches!(built, Ok(true)) {
             skb.commit(total);
         }
@@ -569,26 +688,49 @@ impl Ctx<'_> {
     }
 
     /// Writes the packet of `h` into `skb` (its next GSO slot or its only
-    /// packet): headers, the payload `fill` writes, zeroed pad and ICRC.
+    /// packet), `total` bytes of which `lin` in its linear data: headers,
+    /// the payload `fill` writes, zeroed pad and ICRC; or, with `zc`, the
+    /// headers there and the rest as page fragments.
     fn write_packet(
         &mut self,
         skb: &mut skb::Skb,
         h: &Headers,
         payload_len: usize,
-        total: usize,
+        (total, lin): (usize, usize),
+        zc: Option<&ZcPayload<'_>>,
         fill: impl FnOnce(&mut Self, &mut [u8]) -> Result<(), SgeError>,
     ) -> Result<bool, SgeError> {
         let buf = if skb.is_run() {
-            skb.append(self.ndev, total).unwrap_or_default()
+            skb.append(self.ndev, total, lin).unwrap_or_default()
         } else {
             skb.buf()
         };
-        if buf.len() != total {
+        if buf.len() != lin {
             return Ok(false);
         }
         let Ok(hdr) = wire::build_headers(h, payload_len, buf) else {
             return Ok(false);
         };
+        if let Some(z) = zc {
+            let Some(tail) = total
+                .checked_sub(lin)
+                .and_then(|n| n.checked_sub(payload_len))
+            else {
+                return Ok(false);
+            };
+            if hdr != lin || z.len != payload_len {
+                return Ok(false);
+            }
+            // SAFETY: pages of user MRs found inside the RCU read-side
+            // section `'a`, which this context holds: pinned until it ends
+            // (an MR's pages are unpinned a grace period after it leaves
+            // the table, `RroceMr::dereg`).
+            let attached = unsafe { skb.attach(z.pieces(), tail) };
+            if attached {
+                self.dev.counters.inc(Counter::SentZerocopy);
+            }
+            return Ok(attached);
+        }
         let Some(payload) = buf.get_mut(hdr..hdr + payload_len) else {
             return Ok(false);
         };

@@ -494,7 +494,14 @@ impl Ctx<'_> {
             .saturating_sub(off)
             .saturating_sub(n)
             .div_ceil(mtu.max(1));
-        let r = self.queue_in_run(&h, n as usize, follow, |ctx, buf| {
+        // An RC request's payload from user MRs goes out without a copy
+        // (see `ZcPayload`).
+        let zc = if op.inline || self.qp.uc {
+            None
+        } else {
+            self.zc_payload(self.shadow(elem_k), abi::SendWqe::sge, op.num_sge, (off, n))
+        };
+        let r = self.queue_in_run(&h, n as usize, follow, zc.as_ref(), |ctx, buf| {
             let elem = ctx.shadow(elem_k);
             if op.inline {
                 let src = abi::SendWqe::payload(elem, op.len as usize).ok_or(SgeError::Len)?;

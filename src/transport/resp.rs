@@ -125,7 +125,7 @@ impl<'a> Ctx<'a> {
         }
         let va = r.va.checked_add(u64::from(off));
         let follow = r.npkts.saturating_sub(i).saturating_sub(1);
-        let built = self.queue_in_run(&h, n as usize, follow, |ctx, buf| {
+        let built = self.queue_in_run(&h, n as usize, follow, None, |ctx, buf| {
             if buf.is_empty() {
                 return Ok(());
             }
