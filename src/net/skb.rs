@@ -386,12 +386,12 @@ impl Skb {
         }
     }
 
-    /// Gives the packet being built (after [`alloc`] with `lin` below its
-    /// length, or [`Skb::append`]) the bytes of `pages` as its next page
-    /// fragments, each with a page reference of its own, then `tail` zeroed
-    /// bytes of its own (its pad and ICRC trailer) as its last. `false`
-    /// without memory or room for them: the packet is then incomplete and
-    /// is neither committed nor sent.
+    /// Gives the packet being built (after [`alloc_headers`], or
+    /// [`Skb::append`] with `lin` below its length) the bytes of `pages` as
+    /// its next page fragments, each with a page reference of its own, then
+    /// `tail` zeroed bytes of its own (its pad and ICRC trailer) as its
+    /// last. `false` without memory or room for them: the packet is then
+    /// incomplete and is neither committed nor sent.
     ///
     /// # Safety
     ///
