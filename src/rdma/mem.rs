@@ -96,28 +96,15 @@ impl Umem {
         len: usize,
         to_mem: bool,
     ) -> Result<(), OutOfBounds> {
-        let mut pos = start.checked_add(self.page_off).ok_or(OutOfBounds)?;
         let mut done = 0usize;
-        const PAGE: usize = kernel::page::PAGE_SIZE;
-        while done < len {
-            let page = *self.pages.get(pos / PAGE).ok_or(OutOfBounds)?;
-            let off = pos % PAGE;
-            let n = (PAGE - off).min(len - done);
+        self.for_each_page(start, len, |page, off, n| {
             // SAFETY: `page` is pinned by the umem (type invariant); `off +
-            // n` stays in the page; `buf + done` has `n` bytes (caller).
-            unsafe {
-                sys::rroce_helper_page_copy(
-                    page,
-                    off as u32,
-                    buf.add(done).cast(),
-                    n as u32,
-                    to_mem,
-                )
-            };
-            done += n;
-            pos += n;
-        }
-        Ok(())
+            // n` stays in the page; `buf + done` has `n` bytes (caller:
+            // the pieces add up to `len`).
+            unsafe { sys::rroce_helper_page_copy(page, off, buf.add(done).cast(), n, to_mem) };
+            done += n as usize;
+            true
+        })
     }
 
     /// Calls `f` with the page, the offset in it and the length of each
