@@ -41,7 +41,8 @@ use crate::{
 /// `run.tail_len` bytes of linear data at `run.tail_data`. `frags` counts
 /// the bytes of page fragments given to the packet being built (the pending
 /// one, or the skb's own first one), and `incomplete` says an
-/// [`Skb::attach`] to it failed. A packet held (a run's committed ones, a
+/// [`Skb::attach`] to it failed; `paged` says whether any packet of it
+/// was given page fragments (if not, none has any). A packet held (a run's committed ones, a
 /// single one unless `incomplete`) that has page fragments ends with one of
 /// its own of at least an ICRC's length, from [`Skb::attach`].
 pub(crate) struct Skb {
@@ -55,6 +56,7 @@ pub(crate) struct Skb {
     pending_lin: usize,
     frags: usize,
     incomplete: bool,
+    paged: bool,
 }
 
 /// Bytes of a page that a packet carries as a page fragment
@@ -158,6 +160,7 @@ impl Skb {
             pending_lin: 0,
             frags: 0,
             incomplete: false,
+            paged: false,
         }
     }
 
@@ -405,6 +408,7 @@ impl Skb {
         }
         // Until the trailer is in.
         self.incomplete = true;
+        self.paged = true;
         for p in pages {
             // SAFETY: the skb is ours (type invariant), being built; the
             // page is live with those bytes (caller), and gets a reference
@@ -540,7 +544,7 @@ impl Skb {
         let f = crate::rdma::icrc_crc32();
         if segs > 1 {
             self.write_segment_icrcs(pkt, f)?;
-        } else if has_frags(self.skb.as_ptr()) {
+        } else if self.paged && has_frags(self.skb.as_ptr()) {
             let crc = icrc::start_using(pkt, f).map_err(|_| EINVAL)?;
             finish_icrc_frags(self.skb.as_ptr(), crc)?;
         } else if icrc::generate_using(pkt, f).is_err() {
@@ -569,7 +573,16 @@ impl Skb {
         let room = u32::try_from(hl).map_err(|_| EINVAL)?;
         let (hdr, first) = pkt.split_at_mut(hl);
         // The first packet is a whole segment (`Skb::append`).
-        segment_icrc(hdr, 0, first, self.run.seg, self.skb.as_ptr(), None, f)?;
+        let paged = |skb| (self.paged && has_frags(skb)).then_some(skb);
+        segment_icrc(
+            hdr,
+            0,
+            first,
+            self.run.seg,
+            paged(self.skb.as_ptr()),
+            None,
+            f,
+        )?;
         let mut next: *mut sys::sk_buff = null_mut();
         for i in 1..self.run.pkts {
             let mut at: *mut u8 = null_mut();
@@ -597,10 +610,14 @@ impl Skb {
             // `data` (the helper checked the headroom), so apart from
             // `body`; owned with it.
             let out = unsafe { core::slice::from_raw_parts_mut(at, hl) };
-            // SAFETY: a plain read of a frag list skb we own; it has no
-            // frag list of its own.
-            let total = unsafe { sys::rroce_helper_skb_len(next) } as usize;
-            segment_icrc(hdr, i, body, total, next, Some(out), f)?;
+            let frags = paged(next);
+            let total = match frags {
+                // SAFETY: a plain read of a frag list skb we own; it has
+                // no frag list of its own.
+                Some(skb) => unsafe { sys::rroce_helper_skb_len(skb) as usize },
+                None => body.len(),
+            };
+            segment_icrc(hdr, i, body, total, frags, Some(out), f)?;
         }
         Ok(())
     }
@@ -609,27 +626,26 @@ impl Skb {
 /// Writes the ICRC of segment `i` of a GSO packet whose IP and UDP headers
 /// are `hdr`, for the headers segmentation gives it; with `out`, writes
 /// those headers there too. The segment is the packet of `len` bytes whose
-/// linear part (the BTH on) is `body` in `skb` (a held packet's, see
-/// [`Skb`]), the rest, if any, `skb`'s page fragments.
+/// linear part (the BTH on) is `body`, the rest, with `frags`, that skb's
+/// page fragments (a held packet's, see [`Skb`]).
 fn segment_icrc(
     hdr: &[u8],
     i: u32,
     body: &mut [u8],
     len: usize,
-    skb: *mut sys::sk_buff,
+    frags: Option<*mut sys::sk_buff>,
     out: Option<&mut [u8]>,
     f: icrc::Crc32Fn,
 ) -> Result {
     let mut h = [0u8; gso::MAX_HEADERS];
     let id = u16::try_from(i).map_err(|_| EINVAL)?;
     let out = out.unwrap_or(&mut h[..]);
-    let frags = has_frags(skb);
-    if !frags && len != body.len() {
+    if frags.is_none() && len != body.len() {
         return Err(EINVAL);
     }
     let n = gso::segment_headers(hdr, id, len, out).map_err(|_| EINVAL)?;
     let hs = out.get(..n).ok_or(EINVAL)?;
-    if frags {
+    if let Some(skb) = frags {
         let crc = gso::start_icrc(hs, body, f).map_err(|_| EINVAL)?;
         return finish_icrc_frags(skb, crc);
     }

@@ -520,20 +520,11 @@ int rroce_helper_tx_prepare(struct sk_buff *skb, struct net_device *ndev, bool i
 	struct dst_entry *dst;
 	struct udphdr *udph;
 
-	/* A run's first packet is the skb's own data, the others its frag
-	 * list (before the route: nothing to give back yet). */
-	if (gso_segs > 1) {
-		struct sk_buff *f;
-		u32 rest = 0;
-
-		if (!skb_has_frag_list(skb))
-			return -EINVAL;
-		skb_walk_frags(skb, f)
-			rest += f->len;
-		/* Its first packet: the linear data and any page fragments. */
-		if (skb->len - rest != gso_size)
-			return -EINVAL;
-	}
+	/* A run's first packet is the skb's linear data and page fragments
+	 * (skb_pagelen), the others its frag list (before the route: nothing
+	 * to give back yet). */
+	if (gso_segs > 1 && (!skb_has_frag_list(skb) || skb_pagelen(skb) != gso_size))
+		return -EINVAL;
 	skb->dev = ndev;
 
 	if (ipv6)
