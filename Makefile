@@ -66,7 +66,9 @@ bench:
 # rroce against itself with one boolean module parameter on and off, same
 # boot (tests/bench/ab.sh): make bench-ab PARAM=rx_handover; or this tree
 # against an earlier commit of it: make bench-ab BASE=HEAD~1; ROWS=lat for
-# the small-message and latency rows only.
+# the small-message and latency rows only, ROWS=read for the READ rows,
+# ROWS=mtu4096 for the large-message rows at MTU 4096 (BENCH_REPS=10 for
+# more runs a side).
 bench-ab:
 	@PARAM=$(PARAM) BASE=$(BASE) ROWS=$(ROWS) scripts/bench.sh ab
 

@@ -8,7 +8,8 @@
 # on the rows where a datapath change shows (bandwidth at 64 KiB and 1 MiB,
 # both MTUs, 1 and 4 QPs; 4 KiB READ, SEND and WRITE; 64-byte WRITE; 2-byte
 # latency; with BENCH_AB_ROWS=lat only 64-byte and 4 KiB READ, SEND and
-# WRITE and the latencies; with BENCH_AB_ROWS=read the READ rows). Writes
+# WRITE and the latencies; with BENCH_AB_ROWS=read the READ rows; with
+# BENCH_AB_ROWS=mtu4096 the 64 KiB and 1 MiB rows at MTU 4096). Writes
 # one CSV line per run to $RROCE_RUN/ab.csv: side,test,size,mtu,qps,rep,value
 # (side A or B; value in MiB/s or usec, as the table's).
 cd "$(dirname "$0")/../.." || exit 1
@@ -66,11 +67,26 @@ ab() {
 # messages.
 # BENCH_AB_ROWS=read: the READ rows only (every size, MTU and QP count
 # of the table, both READ latencies), for a change that steers READs.
+# BENCH_AB_ROWS=mtu4096: the 64 KiB and 1 MiB rows at MTU 4096 only
+# (SEND, WRITE, and READ as the control), for a change that shows only
+# with page-sized payloads; meant for BENCH_REPS of 10 or more.
 ROWS=${BENCH_AB_ROWS:-all}
 case $ROWS in
-all | lat | read) ;;
-*) echo "BENCH_AB_ROWS=$ROWS: all, lat or read"; exit 1 ;;
+all | lat | read | mtu4096) ;;
+*) echo "BENCH_AB_ROWS=$ROWS: all, lat, read or mtu4096"; exit 1 ;;
 esac
+if [ "$ROWS" = mtu4096 ]; then
+	for prog in ib_send_bw ib_write_bw ib_read_bw; do
+		for size in 65536 1048576; do
+			for qps in 1 4; do
+				ab $prog $size bw 4096 $qps
+			done
+		done
+	done
+	use A
+	bench_teardown
+	exit 0
+fi
 if [ "$ROWS" = read ]; then
 	for size in 65536 1048576; do
 		for mtu in 1024 4096; do
