@@ -129,6 +129,10 @@ pub(crate) mod freed_irqs_off {
     }
 }
 
+/// Packet allocations made to fail, in KUnit builds (see the module).
+#[cfg(CONFIG_KUNIT)]
+pub(crate) mod fail_alloc;
+
 impl Drop for Skb {
     fn drop(&mut self) {
         #[cfg(CONFIG_KUNIT)]
@@ -789,6 +793,10 @@ fn alloc_raw(
     room: usize,
 ) -> Option<(NonNull<sys::sk_buff>, *mut u8)> {
     if ndev.is_null() {
+        return None;
+    }
+    #[cfg(CONFIG_KUNIT)]
+    if fail_alloc::take() {
         return None;
     }
     let len32 = u32::try_from(len).ok()?;

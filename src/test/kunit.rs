@@ -284,6 +284,7 @@ selftest_suite!(
         resize_under_load,
         callback_on_vector_cpu,
         kernel_rc_qps,
+        idle_qp_retries_after_no_memory,
         query_fills_every_field,
         reset_quiesces_qp,
         requester_waits_hint,

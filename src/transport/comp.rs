@@ -437,7 +437,8 @@ impl Ctx<'_> {
         self.ack_through_done(psn);
     }
 
-    /// The QP's timer: retransmission timeout, or the end of an RNR wait.
+    /// The QP's timer: retransmission timeout, or the end of an RNR wait
+    /// or of a wait for memory.
     /// `responses_queued`: packets of the QP's responses role wait on a
     /// receive thread (`crate::recv`), not yet processed.
     pub(crate) fn on_timer(&mut self, responses_queued: bool) {
@@ -456,6 +457,7 @@ impl Ctx<'_> {
         let t = TimerState {
             rnr_wait: r.rnr_wait,
             odp_wait: r.odp_wait,
+            mem_wait: r.mem_wait,
             idle: r.una == r.max_psn,
             retry_left: r.retry_left,
             responses_queued,
@@ -463,6 +465,7 @@ impl Ctx<'_> {
         };
         match completer::on_timer(t) {
             TimerAction::EndRnrWait => self.inner.req.rnr_wait = false,
+            TimerAction::EndMemWait => self.inner.req.mem_wait = false,
             TimerAction::OdpWait => return self.arm_retry_timer(),
             TimerAction::Defer { defers_left } => {
                 super::bump(&mut self.inner.req.ev.deferred_timers);

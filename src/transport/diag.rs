@@ -14,7 +14,7 @@ use crate::rdma::sys;
 pub(crate) type Diag = [(&'static CStr, u32); DIAG_LEN];
 
 /// How many values [`TransportState::diag`] reports.
-pub(crate) const DIAG_LEN: usize = 47;
+pub(crate) const DIAG_LEN: usize = 49;
 
 impl TransportState {
     /// The PSNs `query_qp` reports (as rdma_rxe and the HCAs): the next to
@@ -52,6 +52,7 @@ impl TransportState {
             (c"defers_left", r.defers_left.into()),
             (c"rnr_wait", r.rnr_wait.into()),
             (c"odp_wait", r.odp_wait.into()),
+            (c"mem_wait", r.mem_wait.into()),
             (c"req_pending", r.pending.into()),
             (c"rd_retry", r.rd_retry.unwrap_or(u32::MAX)),
             (c"window", r.window.size()),
@@ -75,6 +76,7 @@ impl TransportState {
             (c"req_late", r.ev.late),
             (c"req_stale_timers", r.ev.stale_timers),
             (c"req_deferred_timers", r.ev.deferred_timers),
+            (c"req_mem_waits", r.ev.mem_waits),
             (c"req_at_ack", r.ev.at_ack),
             (c"req_at_timeout", r.ev.at_timeout),
             (c"req_at_fail", r.ev.at_fail),

@@ -22,6 +22,7 @@ impl Ctx<'_> {
         // SAFETY: the timer lives as long as the QP.
         unsafe { sys::rroce_helper_timer_cancel(self.qp.timer) };
         self.inner.req.rnr_wait = false;
+        self.inner.req.mem_wait = false;
         self.qp.req_waits.store(false, Ordering::Relaxed);
         self.qp.req_streams.store(false, Ordering::Relaxed);
         self.flush_sq();

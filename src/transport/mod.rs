@@ -257,6 +257,9 @@ pub(crate) struct Req {
     rnr_wait: bool,
     /// Waiting for ODP pages a WQE's SGEs need (`transport::odp`).
     odp_wait: bool,
+    /// The last pass stopped because a packet could not be allocated; the
+    /// timer runs it again (`engine::rc::completer::MEM_RETRY_US`).
+    mem_wait: bool,
     /// A missing READ response at this PSN was already asked for again:
     /// later out-of-order responses (still in flight from before) must not
     /// each start another retry (as rxe's `started_retry`).
@@ -310,6 +313,8 @@ pub(crate) struct ReqEvents {
     /// Timer expiries not charged as timeouts because the QP's responses
     /// waited, received, on a receive thread.
     deferred_timers: u32,
+    /// Passes that stopped for lack of memory for a packet.
+    mem_waits: u32,
     /// When (the tick in ms) the last ACK or NAK was taken, the last
     /// retransmission timeout charged, and a late response came first and
     /// last (only then: the completer's hot path reads no clock).

@@ -19,7 +19,7 @@ use crate::{
     engine::{
         psn::Psn,
         rc::{
-            completer::{rewind_target, Rewind, SentWqe},
+            completer::{rewind_target, Rewind, SentWqe, MEM_RETRY_US},
             requester, window,
         },
         wire::{self, AtomicEth, Headers, Ieth, ImmDt, Opcode, Reth},
@@ -328,6 +328,10 @@ impl Ctx<'_> {
         self.fetch();
         // Whether the pass stops at the window or the READ/atomic limit.
         let mut waits = false;
+        // Whether it stops because a packet could not be allocated; and
+        // whether an earlier pass did (this pass is the retry).
+        let mut no_mem = false;
+        let had_mem_wait = core::mem::take(&mut self.inner.req.mem_wait);
         let was_idle = self.inner.req.una == self.inner.req.max_psn;
         // SAFETY: plain read of a module parameter.
         self.inner.req.ack_at_tail = !self.qp.uc && unsafe { sys::rroce_helper_tx_ack_at_tail() };
@@ -399,7 +403,11 @@ impl Ctx<'_> {
             }
             match self.send_next_packet(k, op) {
                 Ok(true) => {}
-                Ok(false) => break,
+                Ok(false) => {
+                    // Memory, unless the WQE waits for its ODP pages.
+                    no_mem = !self.inner.req.odp_wait;
+                    break;
+                }
                 Err(status) => {
                     // A local protection or length error: this WQE completes
                     // in error after everything before it.
@@ -414,8 +422,39 @@ impl Ctx<'_> {
         if was_idle && self.inner.req.una != self.inner.req.max_psn {
             self.arm_retry_timer();
         }
+        self.after_mem_wait(no_mem, had_mem_wait);
         // Nothing in flight: an invalid WQE at the head completes now.
         self.complete_ready();
+    }
+
+    /// A pass that stopped for lack of memory (`no_mem`) with nothing in
+    /// flight waits for its timer, armed for [`MEM_RETRY_US`]:
+    /// nothing else would run it again, as no ACK and no retransmission
+    /// timeout is to come. With packets in flight it waits for their ACK
+    /// (which runs the requester) or their timeout, as any pass does: the
+    /// short timer would push the timeout off for as long as memory
+    /// stays short. A pass after such a wait (`had`) that did not stop
+    /// the same way leaves no short expiry behind to be taken for a
+    /// timeout: the timer runs for what is in flight, or not at all.
+    fn after_mem_wait(&mut self, no_mem: bool, had: bool) {
+        let idle = self.inner.req.una == self.inner.req.max_psn;
+        if no_mem && idle {
+            self.inner.req.mem_wait = true;
+            super::bump(&mut self.inner.req.ev.mem_waits);
+            // SAFETY: the timer lives as long as the QP.
+            unsafe {
+                sys::rroce_helper_timer_arm_us(self.qp.timer, MEM_RETRY_US as kernel::ffi::c_ulong)
+            };
+        } else if had {
+            if !idle && timeout_us(self.inner.attrs.timeout).is_some() {
+                self.arm_retry_timer();
+            } else {
+                // Idle (a wait was set only then, so no RNR wait runs on
+                // this timer), or nothing in flight is ever timed out.
+                // SAFETY: the timer lives as long as the QP.
+                unsafe { sys::rroce_helper_timer_cancel(self.qp.timer) };
+            }
+        }
     }
 
     /// Ends a pass that queued data packets without an ACK request since

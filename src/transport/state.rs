@@ -309,7 +309,8 @@ impl TransportState {
             return Some("packets are still queued to send");
         }
         let r = &self.req;
-        if r.fetched != 0 || r.psn != 0 || r.una != 0 || r.max_psn != 0 || r.rnr_wait {
+        if r.fetched != 0 || r.psn != 0 || r.una != 0 || r.max_psn != 0 || r.rnr_wait || r.mem_wait
+        {
             return Some("the requester kept its PSNs or WQEs");
         }
         let s = &self.resp;

@@ -133,6 +133,9 @@ pub const fn skip_ahead(una: Psn, next_psn: Psn) -> Option<Psn> {
 pub enum TimerAction {
     /// An RNR wait ended: resume sending (and re-arm the timer).
     EndRnrWait,
+    /// The requester's last pass stopped because a packet could not be
+    /// allocated: try again (and re-arm the timer).
+    EndMemWait,
     /// The requester itself is stopped, waiting for ODP pages of the WQE
     /// it is sending: the peer is not late, so no retry is charged; the
     /// timer is armed again (and afresh once the pages are in).
@@ -166,6 +169,10 @@ pub struct TimerState {
     pub rnr_wait: bool,
     /// Stopped until ODP pages of the current WQE are faulted in.
     pub odp_wait: bool,
+    /// The last pass stopped for lack of memory for a packet with nothing
+    /// in flight (nothing else would run the requester again: an idle QP
+    /// expects no ACK and arms no retransmission timer).
+    pub mem_wait: bool,
     /// Nothing in flight (`una == max_psn`).
     pub idle: bool,
     /// Retransmission timeouts left before the head WQE fails.
@@ -184,7 +191,13 @@ pub struct TimerState {
 /// expiries are charged as if nothing were queued.
 pub const MAX_DEFERS: u8 = 8;
 
-/// The timer fired. An RNR wait ends first; a requester stopped for its
+/// How long a requester that could not allocate a packet waits before it
+/// tries again (microseconds): long enough not to spin on an allocator
+/// that is out of atomic memory, short against any retransmission timeout.
+pub const MEM_RETRY_US: u32 = 1000;
+
+/// The timer fired. An RNR wait ends first, then a wait for memory (the
+/// requester runs again, charged nothing); a requester stopped for its
 /// own ODP pages is not timed out (what it sent before stopping may go
 /// unacknowledged until it sends the rest, as no packet since asked for
 /// an ACK); nor is one whose responses arrived and wait, unread, on a
@@ -194,6 +207,8 @@ pub const MAX_DEFERS: u8 = 8;
 pub const fn on_timer(t: TimerState) -> TimerAction {
     if t.rnr_wait {
         TimerAction::EndRnrWait
+    } else if t.mem_wait {
+        TimerAction::EndMemWait
     } else if t.idle {
         TimerAction::Idle
     } else if t.odp_wait {

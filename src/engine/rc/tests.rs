@@ -232,6 +232,7 @@ fn timer(rnr_wait: bool, odp_wait: bool, idle: bool, retry_left: u8) -> TimerAct
     on_timer(TimerState {
         rnr_wait,
         odp_wait,
+        mem_wait: false,
         idle,
         retry_left,
         responses_queued: false,
@@ -352,6 +353,48 @@ fn odp_wait_is_not_a_timeout() {
         }
     }
     assert_eq!(left, 3);
+}
+
+/// A requester whose pass could not allocate a packet stops: with
+/// nothing in flight no ACK and no retransmission timeout would ever run
+/// it again, and the WQE waited for the next doorbell (for ever, if the
+/// consumer waited for its completion first). Its timer brings it back,
+/// whatever else holds: idle, out of retries, responses queued, an ODP
+/// wait (the pass that stopped for memory is the later one); only an
+/// RNR wait ends first, as it too resumes the requester.
+#[test]
+fn memory_wait_runs_the_requester_again() {
+    let base = TimerState {
+        mem_wait: true,
+        ..TimerState::default()
+    };
+    for (idle, retry_left, responses_queued, odp_wait, defers_left) in [
+        (true, 0, false, false, 0),
+        (false, 0, false, false, 0),
+        (false, 7, true, false, MAX_DEFERS),
+        (false, 3, false, true, 0),
+    ] {
+        let t = TimerState {
+            idle,
+            retry_left,
+            responses_queued,
+            odp_wait,
+            defers_left,
+            ..base
+        };
+        assert_eq!(on_timer(t), TimerAction::EndMemWait, "{t:?}");
+    }
+    let rnr = TimerState {
+        rnr_wait: true,
+        ..base
+    };
+    assert_eq!(on_timer(rnr), TimerAction::EndRnrWait);
+    // Without it an idle QP's expiry does nothing, as before.
+    let idle = TimerState {
+        idle: true,
+        ..TimerState::default()
+    };
+    assert_eq!(on_timer(idle), TimerAction::Idle);
 }
 
 #[test]

@@ -715,7 +715,7 @@ pub(crate) mod selftest {
         rejected_modify_changes_nothing, requester_streams_hint, requester_waits_hint,
         reset_quiesces_qp,
     };
-    pub(crate) use super::rc::kernel_rc_qps;
+    pub(crate) use super::rc::{idle_qp_retries_after_no_memory, kernel_rc_qps};
 }
 
 /// The cases `crate::test::kunit` runs (suite `rroce_peer`).

@@ -20,7 +20,7 @@ use crate::{
 const FIRST_PSN: u32 = 0x100;
 
 /// One of the transport's values in `qp`'s restrack snapshot.
-fn diag(qp: &TestQp, name: &str) -> u32 {
+pub(super) fn diag(qp: &TestQp, name: &str) -> u32 {
     // SAFETY: a live QP of an rroce device.
     let d = unsafe { RroceQp::state(qp.0) }.diag();
     d.iter()
