@@ -53,6 +53,7 @@ one() {
 	use "$side" || { echo "cannot switch to module $side"; exit 1; }
 	v=$(bench_run "$prog" "$size" "$kind" "$mtu" "$qps")
 	echo "$side,$prog,$size,$mtu,$qps,$rep,${v:-fail}" >>"$OUT"
+	[ -n "$v" ] || bench_why_failed "$PARAM=$side $prog $size mtu $mtu x$qps #$rep"
 	echo "  $PARAM=$side $prog $size mtu $mtu x$qps #$rep: ${v:-FAILED}"
 }
 ab() {

@@ -67,15 +67,7 @@ one() {
 	[ "$kind" = lat ] && [ -n "$v" ] &&
 		min=$(lat_field 3)
 	echo "$drv,$prog,$size,$mtu,$qps,$rep,${v:-fail},$cpu,$bytes,$min" >>"$OUT"
-	# Why a run failed, for the record. perftest's own complaints first:
-	# its error output is unbuffered and its results buffered, so a
-	# message such as the clock calibration's ("Correlation coefficient")
-	# lands above the lines the tail keeps.
-	[ -n "$v" ] || {
-		echo "== $drv $prog $size mtu $mtu x$qps #$rep"
-		grep -ho "Correlation coefficient r^2: [0-9.]* < [0-9.]*\|Can't produce a report\|Failed[^:]*\|Couldn't [a-z ]*" /tmp/bench.cli /tmp/bench.srv | sed 's/^/perftest: /'
-		tail -n 12 /tmp/bench.srv /tmp/bench.cli
-	} >>"$RROCE_RUN/bench-failures.log"
+	[ -n "$v" ] || bench_why_failed "$drv $prog $size mtu $mtu x$qps #$rep"
 	echo "  $drv $prog $size mtu $mtu x$qps #$rep: ${v:-FAILED} (${cpu} CPU-s)"
 }
 # both PROG SIZE KIND MTU QPS: every repetition, rroce and rxe interleaved.

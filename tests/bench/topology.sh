@@ -106,6 +106,19 @@ lat_field() {
 	awk -v f="$1" '/^ *[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+/ { v = $f } END { print v }' "${2:-/tmp/bench.cli}"
 }
 
+# bench_why_failed LABEL: why the last bench_run failed, for the record,
+# appended to the run directory's bench-failures.log. perftest's own
+# complaints first: its error output is unbuffered and its results
+# buffered, so a message such as the clock calibration's ("Correlation
+# coefficient") lands above the lines the tail keeps.
+bench_why_failed() {
+	{
+		echo "== $1"
+		grep -ho "Correlation coefficient r^2: [0-9.]* < [0-9.]*\|Can't produce a report\|Failed[^:]*\|Couldn't [a-z ]*" /tmp/bench.cli /tmp/bench.srv | sed 's/^/perftest: /'
+		tail -n 12 /tmp/bench.srv /tmp/bench.cli
+	} >>"$RROCE_RUN/bench-failures.log"
+}
+
 # bench_run PROG SIZE KIND MTU QPS: one perftest run between the ends
 # bench_ends chose (server in $sa, client in $sb); prints its figure
 # (bandwidth: perftest's average MB/sec, which is MiB/s; latency: the
