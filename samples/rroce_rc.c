@@ -20,7 +20,8 @@
  *   rroce_rc -a DEV -b DEV [-g GID_INDEX] [-q]
  *
  * -q runs only the data tests (for runs under packet loss), the one-deep
- * queue with fewer WRITEs. Prints one
+ * queue with fewer WRITEs. -t NAME runs one test alone; some run only
+ * so: sqd (the send queue drain state), odp_slow (with -f). Prints one
  * "ok"/"FAIL" line per check and exits 0 only if all passed.
  */
 #include <arpa/inet.h>
@@ -1229,6 +1230,62 @@ static void test_query_psns(void)
 	      qa.sq_psn, qb.rq_psn, qb.sq_psn, qa.rq_psn);
 }
 
+/*
+ * Send queue drain (SQD), through the mapped rings: a 1 MiB SEND begun in
+ * RTS completes whole after the move to SQD, which ends with
+ * IBV_EVENT_SQ_DRAINED and sq_draining 0; a SEND posted in SQD is not
+ * sent; back in RTS it goes out with no further post. (Run alone, -t sqd:
+ * rdma_rxe's SQD is not what this checks.)
+ */
+static void test_sqd(void)
+{
+	const uint32_t big = 1024 * 1024;
+	struct ibv_qp *qa, *qb;
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_SQD, .en_sqd_async_notify = 1 };
+	struct ibv_qp_attr q;
+	struct ibv_qp_init_attr ia;
+	struct ibv_wc wc[2];
+	int ok, got;
+
+	if (fresh_pair(&qa, &qb, 7, NULL)) {
+		CHECK(0, "SQD: connect");
+		destroy_pair(qa, qb);
+		return;
+	}
+	fill(A.buf, big, 61);
+	fill(A.buf + 2 * big, 64, 62);
+	memset(B.buf, 0, 3 * big);
+	ok = !post_recv(&B, qb, 1, 0, big) && !post_recv(&B, qb, 2, 2 * big, 64) &&
+	     !post_send(&A, qa, 11, IBV_WR_SEND, 0, big, IBV_SEND_SIGNALED, 0, 0) &&
+	     !ibv_modify_qp(qa, &a, IBV_QP_STATE | IBV_QP_EN_SQD_ASYNC_NOTIFY);
+	CHECK(ok, "SQD: 1 MiB SEND posted, QP moved to SQD at once");
+	got = ok ? poll_n(A.scq, wc, 1) : 0;
+	CHECK(got == 1 && wc[0].status == IBV_WC_SUCCESS && wc[0].wr_id == 11,
+	      "SQD: the SEND begun in RTS completes (%s)",
+	      got ? ibv_wc_status_str(wc[0].status) : "no completion");
+	CHECK(async_event(A.ctx, IBV_EVENT_SQ_DRAINED, 5000), "SQD: IBV_EVENT_SQ_DRAINED");
+	ok = !ibv_query_qp(qa, &q, IBV_QP_STATE | IBV_QP_CUR_STATE, &ia);
+	CHECK(ok && q.qp_state == IBV_QPS_SQD && !q.sq_draining,
+	      "SQD: query says drained (state %d, sq_draining %d)", ok ? (int)q.qp_state : -1,
+	      ok ? q.sq_draining : -1);
+	ok = !post_send(&A, qa, 12, IBV_WR_SEND, 2 * big, 64, IBV_SEND_SIGNALED, 0, 0);
+	usleep(400000);
+	got = ok ? ibv_poll_cq(B.rcq, 2, wc) : 0;
+	CHECK(ok && got == 1 && wc[0].wr_id == 1 && wc[0].byte_len == big &&
+		      !memcmp(B.buf, A.buf, big),
+	      "SQD: the 1 MiB SEND arrived intact; the one posted in SQD did not go (%d received)",
+	      got);
+	a.qp_state = IBV_QPS_RTS;
+	ok = !ibv_modify_qp(qa, &a, IBV_QP_STATE);
+	got = ok ? poll_n(A.scq, wc, 1) : 0;
+	ok &= got == 1 && wc[0].status == IBV_WC_SUCCESS && wc[0].wr_id == 12;
+	got = ok ? poll_n(B.rcq, wc, 1) : 0;
+	CHECK(ok && got == 1 && wc[0].wr_id == 2 && wc[0].byte_len == 64 &&
+		      !memcmp(B.buf + 2 * big, A.buf + 2 * big, 64),
+	      "SQD: back in RTS, the SEND posted in SQD goes out without another post");
+	destroy_pair(qa, qb);
+}
+
 /* One test alone (-t NAME), to reproduce a failure in a loop. */
 static const struct {
 	const char *name;
@@ -1240,6 +1297,7 @@ static const struct {
 	{ "atomics", test_atomics },
 	{ "atomic_write", test_atomic_write }, { "srq", test_srq },
 	{ "mw", test_mw }, { "odp", test_odp }, { "odp_slow", test_odp_slow },
+	{ "sqd", test_sqd },
 };
 
 int main(int argc, char **argv)

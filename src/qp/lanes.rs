@@ -230,7 +230,7 @@ impl QpState {
         let wait = inner.t.odp_pending() || inner.t.resp_q.stalled();
         AfterFlush {
             responses: !inner.t.resp_q.is_empty() && !wait,
-            more_work: self.fetch_left(inner) || wait,
+            more_work: self.fetch_left(inner) || wait || inner.t.event_due(),
         }
     }
 

@@ -485,6 +485,7 @@ fn new_state(
             ibqp,
             kernel,
             uc: *qp_type == sys::ib_qp_type_IB_QPT_UC,
+            ud: *qp_type == sys::ib_qp_type_IB_QPT_UD || *qp_type == sys::ib_qp_type_IB_QPT_GSI,
             srq,
             sq_buf: r.sq_buf,
             rq_buf: r.rq_buf,

@@ -191,6 +191,11 @@ impl QpState {
         let mut attrs = inner.t.attrs;
         let new_path = av.is_some();
         attrs.apply(attr, mask, av);
+        if old == sys::ib_qp_state_IB_QPS_RTS && new == sys::ib_qp_state_IB_QPS_SQD {
+            // Each move to SQD says whether its drain raises an event.
+            attrs.sqd_notify = mask_has(mask, sys::ib_qp_attr_mask_IB_QP_EN_SQD_ASYNC_NOTIFY)
+                && attr.en_sqd_async_notify != 0;
+        }
         let rtr = if new == sys::ib_qp_state_IB_QPS_RTR && old != new {
             Some(self.rtr_params(&attrs)?)
         } else {
@@ -269,6 +274,8 @@ impl QpState {
         let a = &inner.t.attrs;
         attr.qp_state = inner.t.state;
         attr.cur_qp_state = inner.t.state;
+        attr.en_sqd_async_notify = a.sqd_notify.into();
+        attr.sq_draining = inner.t.sq_draining().into();
         attr.path_mtu = a.path_mtu;
         // No alternate path: always migrated.
         attr.path_mig_state = sys::ib_mig_state_IB_MIG_MIGRATED;

@@ -96,6 +96,19 @@ pub(super) unsafe fn stop(st: &QpState) {
 }
 
 impl QpState {
+    /// Raises the `IB_EVENT_SQ_DRAINED` the transport left due, from the
+    /// work item: outside the QP's lock and outside any verb's call chain,
+    /// so the consumer's handler may call verbs on the QP.
+    fn raise_due_event(&self) {
+        let due = {
+            let mut inner = self.inner.lock();
+            !inner.dead && inner.t.take_event()
+        };
+        if due {
+            crate::rdma::raise_qp_event(self.fixed.ibqp, sys::ib_event_type_IB_EVENT_SQ_DRAINED);
+        }
+    }
+
     /// Runs the send queue after new WQEs were published and sends what
     /// it built: the RC requester under the lock held in `inner`, the UD
     /// sender in bounded batches of its own. Bounded work: what is left
@@ -380,6 +393,7 @@ unsafe extern "C" fn tx_work_fn(work: *mut sys::work_struct) {
             .cast::<QpState>()
     };
     tx_pass(state, true);
+    state.raise_due_event();
 }
 
 /// A receive thread's call for a QP whose transmit was kicked to its CPU

@@ -311,6 +311,7 @@ selftest_suite!(
         mr_table_full,
         ack_ends_rnr_wait,
         rnr_nak_silences_the_rest,
+        sqd_finishes_then_resumes,
         request_passes_held_responses,
         receive_leaves_requests_to_their_post,
         home_follows_an_idle_qps_poster,

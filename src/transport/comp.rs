@@ -64,6 +64,13 @@ impl Ctx<'_> {
             }
             let op = self.op(0);
             if let Some(status) = op.invalid {
+                let r = &self.inner.req;
+                if self.inner.state == sys::ib_qp_state_IB_QPS_SQD
+                    && !requester::sqd_sends(Psn::new(r.psn), Psn::new(r.max_psn), r.cur_off)
+                {
+                    // Not begun: a draining send queue leaves it for RTS.
+                    return;
+                }
                 if self.inner.req.cur == 0 && self.inner.req.una == self.inner.req.max_psn {
                     self.complete_head(status);
                     self.enter_error();
@@ -442,7 +449,12 @@ impl Ctx<'_> {
     /// `responses_queued`: packets of the QP's responses role wait on a
     /// receive thread (`crate::recv`), not yet processed.
     pub(crate) fn on_timer(&mut self, responses_queued: bool) {
-        if self.inner.state != sys::ib_qp_state_IB_QPS_RTS {
+        // A QP draining its send queue (SQD) still retransmits what it
+        // sent and waits out RNR NAKs: the drain ends only when all of it
+        // is acknowledged.
+        if self.inner.state != sys::ib_qp_state_IB_QPS_RTS
+            && self.inner.state != sys::ib_qp_state_IB_QPS_SQD
+        {
             return;
         }
         // SAFETY: the timer lives as long as the QP.

@@ -23,6 +23,7 @@ impl Ctx<'_> {
         unsafe { sys::rroce_helper_timer_cancel(self.qp.timer) };
         self.inner.req.rnr_wait = false;
         self.inner.req.mem_wait = false;
+        self.inner.req.draining = false;
         self.qp.req_waits.store(false, Ordering::Relaxed);
         self.qp.req_streams.store(false, Ordering::Relaxed);
         self.flush_sq();
@@ -132,6 +133,17 @@ impl Ctx<'_> {
             req.set_psns(self.inner.attrs.sq_psn);
             self.inner.req = req;
             self.restart_budgets();
+        }
+        if new == sys::ib_qp_state_IB_QPS_SQD && old == sys::ib_qp_state_IB_QPS_RTS {
+            self.inner.req.draining = true;
+            self.check_sq_drained();
+        }
+        if old == sys::ib_qp_state_IB_QPS_SQD && new != old {
+            self.inner.req.draining = false;
+            // The WQEs posted while draining run now: none was fetched,
+            // and the flush after `modify_qp` hands a pending send queue
+            // to the QP's work item.
+            self.inner.req.pending = new == sys::ib_qp_state_IB_QPS_RTS;
         }
         if new == sys::ib_qp_state_IB_QPS_ERR && old != new {
             self.enter_error();

@@ -260,6 +260,13 @@ pub(crate) struct Req {
     /// The last pass stopped because a packet could not be allocated; the
     /// timer runs it again (`engine::rc::completer::MEM_RETRY_US`).
     mem_wait: bool,
+    /// In SQD, the send queue has not drained yet (`query_qp`'s
+    /// `sq_draining`); set on entry from RTS.
+    draining: bool,
+    /// It drained and `IB_EVENT_SQ_DRAINED` was asked for: the QP's work
+    /// item raises it, outside the QP's lock and outside any verb's call
+    /// chain (the consumer's handler may call verbs on the QP).
+    drained_event: bool,
     /// A missing READ response at this PSN was already asked for again:
     /// later out-of-order responses (still in flight from before) must not
     /// each start another retry (as rxe's `started_retry`).
@@ -360,6 +367,21 @@ impl TransportState {
     /// work item must run the send queue again.
     pub(crate) fn send_pending(&self) -> bool {
         self.req.pending
+    }
+
+    /// In SQD, whether the send queue is still draining.
+    pub(crate) fn sq_draining(&self) -> bool {
+        self.req.draining
+    }
+
+    /// Whether an `IB_EVENT_SQ_DRAINED` waits for the work item.
+    pub(crate) fn event_due(&self) -> bool {
+        self.req.drained_event
+    }
+
+    /// Takes the `IB_EVENT_SQ_DRAINED` waiting for the work item, if any.
+    pub(crate) fn take_event(&mut self) -> bool {
+        core::mem::take(&mut self.req.drained_event)
     }
 
     /// Whether the last send WQE fetched was a small message's.

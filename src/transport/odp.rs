@@ -98,7 +98,8 @@ impl Ctx<'_> {
             self.arm_retry_timer();
         }
         if core::mem::take(&mut self.inner.odp.resend)
-            && self.inner.state == sys::ib_qp_state_IB_QPS_RTS
+            && (self.inner.state == sys::ib_qp_state_IB_QPS_RTS
+                || self.inner.state == sys::ib_qp_state_IB_QPS_SQD)
         {
             let una = Psn::new(self.inner.req.una);
             self.rewind(una);

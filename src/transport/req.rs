@@ -309,23 +309,46 @@ impl Ctx<'_> {
         .map_err(|()| WcStatus::LocQpOpErr)
     }
 
+    /// What a requester pass starts with in the QP's state: in ERR it
+    /// flushes, below RTS it does nothing, in RTS it fetches new WQEs, in
+    /// SQD it goes on with those it has. `None`: the pass is over;
+    /// else whether the QP is in SQD.
+    fn begin_pass(&mut self) -> Option<bool> {
+        match self.inner.state {
+            sys::ib_qp_state_IB_QPS_ERR => {
+                // `enter_error` cleared the hint; nothing sets it in ERR.
+                self.fetch();
+                self.flush_sq();
+                None
+            }
+            sys::ib_qp_state_IB_QPS_RTS => {
+                self.fetch();
+                Some(false)
+            }
+            sys::ib_qp_state_IB_QPS_SQD => {
+                // Draining: what was fetched is finished, nothing new is
+                // fetched; the return to RTS runs the send queue again.
+                // (A WQE waiting for ODP pages stays pending, as in
+                // `fetch`.)
+                self.inner.req.pending = self.inner.req.odp_wait;
+                Some(true)
+            }
+            _ => {
+                // Nothing is fetched below RTS: the work item has nothing
+                // to come back for.
+                self.inner.req.pending = false;
+                self.qp.req_waits.store(false, Ordering::Relaxed);
+                self.qp.req_streams.store(false, Ordering::Relaxed);
+                None
+            }
+        }
+    }
+
     /// Fetches new WQEs and sends what the window allows.
     pub(crate) fn run_requester(&mut self) {
-        if self.inner.state == sys::ib_qp_state_IB_QPS_ERR {
-            // `enter_error` cleared the hint; nothing sets it in ERR.
-            self.fetch();
-            self.flush_sq();
+        let Some(sqd) = self.begin_pass() else {
             return;
-        }
-        if self.inner.state != sys::ib_qp_state_IB_QPS_RTS {
-            // Nothing is fetched below RTS: the work item has nothing
-            // to come back for.
-            self.inner.req.pending = false;
-            self.qp.req_waits.store(false, Ordering::Relaxed);
-            self.qp.req_streams.store(false, Ordering::Relaxed);
-            return;
-        }
-        self.fetch();
+        };
         // Whether the pass stops at the window or the READ/atomic limit.
         let mut waits = false;
         // Whether it stops because a packet could not be allocated; and
@@ -344,6 +367,11 @@ impl Ctx<'_> {
             let mut op = self.op(k);
             if op.invalid.is_some() {
                 // Completes (with its error) once everything before it has.
+                break;
+            }
+            let r = &self.inner.req;
+            if sqd && !requester::sqd_sends(Psn::new(r.psn), Psn::new(r.max_psn), r.cur_off) {
+                // Draining: a WQE not begun (a local one too) waits.
                 break;
             }
             if op.is_local() {
@@ -425,6 +453,34 @@ impl Ctx<'_> {
         self.after_mem_wait(no_mem, had_mem_wait);
         // Nothing in flight: an invalid WQE at the head completes now.
         self.complete_ready();
+        if sqd {
+            self.check_sq_drained();
+        }
+    }
+
+    /// In SQD: once nothing begun is left to send or to be acknowledged
+    /// (`engine::rc::requester::sq_drained`), the send queue has drained:
+    /// `query_qp` says so, and `IB_EVENT_SQ_DRAINED` is due if the move
+    /// to SQD asked for it (once per entry to SQD; the flush that follows
+    /// under every caller hands it to the work item). A datagram QP has
+    /// nothing in flight: it drains on entry.
+    pub(super) fn check_sq_drained(&mut self) {
+        let r = &self.inner.req;
+        if !r.draining || self.inner.state != sys::ib_qp_state_IB_QPS_SQD {
+            return;
+        }
+        if !self.qp.ud
+            && !requester::sq_drained(
+                Psn::new(r.una),
+                Psn::new(r.psn),
+                Psn::new(r.max_psn),
+                r.cur_off,
+            )
+        {
+            return;
+        }
+        self.inner.req.draining = false;
+        self.inner.req.drained_event = self.inner.attrs.sqd_notify;
     }
 
     /// A pass that stopped for lack of memory (`no_mem`) with nothing in

@@ -50,6 +50,9 @@ pub(crate) struct QpAttrs {
     pub(crate) timeout: u8,
     pub(crate) retry_cnt: u8,
     pub(crate) rnr_retry: u8,
+    /// Raise `IB_EVENT_SQ_DRAINED` once the send queue drains in SQD
+    /// (`IB_QP_EN_SQD_ASYNC_NOTIFY`).
+    pub(crate) sqd_notify: bool,
     pub(crate) av: Option<AddressVector>,
 }
 
@@ -80,6 +83,8 @@ pub(crate) struct QpFixed {
     /// A UC QP: nothing is acknowledged or resent; a message the
     /// responder cannot take whole is dropped.
     pub(crate) uc: bool,
+    /// A UD (or GSI) QP: datagrams, nothing in flight.
+    pub(crate) ud: bool,
     /// The SRQ the QP takes its receive WQEs from, or null (it has an RQ).
     pub(crate) srq: *const crate::srq::SrqState,
     pub(crate) sq_buf: QueueBuf,

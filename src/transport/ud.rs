@@ -175,7 +175,11 @@ impl Ctx<'_> {
     /// WQE, or with a bad Q_Key, the datagram is counted and dropped.
     pub(crate) fn on_datagram(&mut self, pkt: &wire::Packet<'_>, l3: &[u8]) {
         let st = self.inner.state;
-        if st != sys::ib_qp_state_IB_QPS_RTR && st != sys::ib_qp_state_IB_QPS_RTS {
+        // SQD drains the send queue only: datagrams are still received.
+        if st != sys::ib_qp_state_IB_QPS_RTR
+            && st != sys::ib_qp_state_IB_QPS_RTS
+            && st != sys::ib_qp_state_IB_QPS_SQD
+        {
             self.dev.counters.inc(Counter::NoQp);
             return;
         }

@@ -18,6 +18,9 @@ check rc.sample_ipv6 sample -a rroce0 -b rroce1 -g 2
 # Loopback: both QPs on one device; the IP stack delivers on lo.
 check rc.sample_loopback_ipv4 sample -a rroce0 -b rroce0 -g 1 -q
 check rc.sample_loopback_ipv6 sample -a rroce1 -b rroce1 -g 2 -q
+# SQD through the mapped rings: a message begun completes, the drain
+# event comes, a SEND posted while draining goes out at RTS unprompted.
+check rc.sqd_drains_and_resumes sample -a rroce0 -b rroce1 -g 1 -t sqd
 
 # ODP: a requester stopped for its own pages longer than its whole retry
 # budget (a null_blk device completes every read 1.5 s late) must not

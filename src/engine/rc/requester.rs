@@ -117,6 +117,25 @@ pub const fn heard_after(heard: Psn, below: Psn) -> Psn {
     }
 }
 
+/// Whether a requester in SQD (send queue drain) sends the packet at
+/// `psn`, the next of its WQE at byte `cur_off`; `max_psn` is one past
+/// the highest PSN sent. It finishes what it began: it sends again what
+/// was sent before (a rewind for retransmission left `psn` behind
+/// `max_psn`) and the rest of a message partly sent (`cur_off` past 0).
+/// A WQE not begun waits for RTS: the IBA's send queue drain lets the
+/// messages in progress complete and starts no new one (nor does
+/// rdma_rxe's requester start a posted WQE in SQD).
+pub const fn sqd_sends(psn: Psn, max_psn: Psn, cur_off: u32) -> bool {
+    psn.diff(max_psn) < 0 || cur_off != 0
+}
+
+/// Whether the send queue of a QP in SQD has drained: nothing sent is
+/// unacknowledged (`una` at `max_psn`) and nothing begun is left to send
+/// ([`sqd_sends`] says no).
+pub const fn sq_drained(una: Psn, psn: Psn, max_psn: Psn, cur_off: u32) -> bool {
+    una.diff(max_psn) == 0 && !sqd_sends(psn, max_psn, cur_off)
+}
+
 #[cfg(test)]
 mod tests {
     use crate::engine::psn::{Psn, PSN_MASK};
@@ -220,5 +239,24 @@ mod tests {
         assert_eq!(heard_after(q(50), q(60)), q(60));
         assert_eq!(heard_after(q(60), q(50)), q(60));
         assert_eq!(heard_after(q(90), q(130)), q(130));
+    }
+
+    #[test]
+    fn sqd_finishes_what_it_began() {
+        use super::{sq_drained, sqd_sends};
+        let base = PSN_MASK - 2; // across the wrap
+        let q = |d: u32| Psn::new(base).add(d);
+        // At the frontier, at a message boundary: the next WQE waits.
+        assert!(!sqd_sends(q(5), q(5), 0));
+        // The rest of a message begun goes out.
+        assert!(sqd_sends(q(5), q(5), 1024));
+        // Sent before: sent again after a rewind, begun or not.
+        assert!(sqd_sends(q(3), q(5), 0));
+        assert!(sqd_sends(q(3), q(5), 2048));
+        // Drained: all sent acknowledged and nothing begun left.
+        assert!(sq_drained(q(5), q(5), q(5), 0));
+        assert!(!sq_drained(q(4), q(5), q(5), 0));
+        assert!(!sq_drained(q(5), q(5), q(5), 1024));
+        assert!(!sq_drained(q(5), q(3), q(5), 0));
     }
 }

@@ -434,10 +434,58 @@ impl Drop for TestPd {
 /// A kernel RC QP created through the core, destroyed on drop.
 struct TestQp(*mut sys::ib_qp);
 
+/// The affiliated events a QP's `event_handler` got.
+struct QpEvents {
+    /// `IB_EVENT_SQ_DRAINED` events.
+    sq_drained: AtomicU32,
+}
+
+impl QpEvents {
+    const fn new() -> Self {
+        Self {
+            sq_drained: AtomicU32::new(0),
+        }
+    }
+}
+
+/// A test QP's `event_handler`.
+///
+/// # Safety
+///
+/// `ev` is a valid event; `ctx` the `QpEvents` given at create.
+unsafe extern "C" fn qp_event_handler(ev: *mut sys::ib_event, ctx: *mut c_void) {
+    // SAFETY: per the function's contract; `QpEvents` is shared (atomics).
+    let (ev, events) = unsafe { (&*ev, &*ctx.cast::<QpEvents>()) };
+    if ev.event == sys::ib_event_type_IB_EVENT_SQ_DRAINED {
+        events.sq_drained.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
 impl TestQp {
     fn new(pd: &TestPd, cq: &TestCq) -> Result<Self, &'static str> {
+        Self::create(pd, cq, None)
+    }
+
+    /// A QP whose affiliated events are counted in `events`.
+    fn with_events(
+        pd: &TestPd,
+        cq: &TestCq,
+        events: &'static QpEvents,
+    ) -> Result<Self, &'static str> {
+        Self::create(pd, cq, Some(events))
+    }
+
+    fn create(
+        pd: &TestPd,
+        cq: &TestCq,
+        events: Option<&'static QpEvents>,
+    ) -> Result<Self, &'static str> {
         // SAFETY: all-zero is a valid `ib_qp_init_attr`.
         let mut init: sys::ib_qp_init_attr = unsafe { core::mem::zeroed() };
+        if let Some(ev) = events {
+            init.event_handler = Some(qp_event_handler);
+            init.qp_context = core::ptr::from_ref(ev).cast_mut().cast();
+        }
         init.send_cq = cq.0;
         init.recv_cq = cq.0;
         init.cap.max_send_wr = 16;
@@ -726,7 +774,7 @@ pub(crate) mod peer_selftest {
     };
     pub(crate) use super::wire::{
         ack_ends_rnr_wait, home_follows_an_idle_qps_poster, receive_leaves_requests_to_their_post,
-        request_passes_held_responses, rnr_nak_silences_the_rest,
+        request_passes_held_responses, rnr_nak_silences_the_rest, sqd_finishes_then_resumes,
     };
 }
 

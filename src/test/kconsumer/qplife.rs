@@ -132,7 +132,10 @@ fn bring_up(
 }
 
 /// The driver's `query_qp` into structures first filled with `poison`.
-fn query(qp: &TestQp, poison: u8) -> Result<(sys::ib_qp_attr, sys::ib_qp_init_attr), &'static str> {
+pub(super) fn query(
+    qp: &TestQp,
+    poison: u8,
+) -> Result<(sys::ib_qp_attr, sys::ib_qp_init_attr), &'static str> {
     let mut attr = core::mem::MaybeUninit::<sys::ib_qp_attr>::uninit();
     let mut init = core::mem::MaybeUninit::<sys::ib_qp_init_attr>::uninit();
     // SAFETY: plain byte fills of the structures' own memory.

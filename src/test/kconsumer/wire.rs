@@ -126,6 +126,125 @@ pub(crate) fn ack_ends_rnr_wait() -> Result<(), &'static str> {
     Ok(())
 }
 
+/// `query_qp`'s `sq_draining` of `qp`.
+fn sq_draining(qp: &TestQp) -> Result<u8, &'static str> {
+    Ok(super::qplife::query(qp, 0)?.0.sq_draining)
+}
+
+/// Moves `qp` to `state` (`notify`: asking for `IB_EVENT_SQ_DRAINED`).
+fn move_to(qp: &TestQp, state: sys::ib_qp_state, notify: bool) -> Result<(), &'static str> {
+    use sys::*;
+    // SAFETY: all-zero is a valid `ib_qp_attr`.
+    let mut a: ib_qp_attr = unsafe { core::mem::zeroed() };
+    a.qp_state = state;
+    let mut mask = ib_qp_attr_mask_IB_QP_STATE;
+    if notify {
+        a.en_sqd_async_notify = 1;
+        mask |= ib_qp_attr_mask_IB_QP_EN_SQD_ASYNC_NOTIFY;
+    }
+    if qp.modify(&mut a, mask) != 0 {
+        return Err("modify_qp failed");
+    }
+    Ok(())
+}
+
+/// `IB_EVENT_SQ_DRAINED` events counted, after up to a second for them to
+/// reach `want` (they come from the QP's work item).
+fn drained_events(events: &QpEvents, want: u32) -> u32 {
+    for _ in 0..100 {
+        if events.sq_drained.load(Ordering::SeqCst) >= want {
+            break;
+        }
+        fsleep(Delta::from_millis(10));
+    }
+    events.sq_drained.load(Ordering::SeqCst)
+}
+
+/// SQD (send queue drain) finishes what the QP began and starts nothing
+/// new. A SEND lost on the wire is retransmitted in SQD; once it is
+/// acknowledged the drain is over (`sq_draining` falls, the one
+/// `IB_EVENT_SQ_DRAINED` asked for is raised), while a SEND posted in SQD
+/// waits; back in RTS it goes out with no further post. A drain with
+/// nothing in flight is over at once, and raises nothing unless asked.
+/// (The timer was ignored in SQD, so a lost packet was never sent again
+/// and the drain never ended; the return to RTS left the waiting SEND for
+/// the next post.)
+pub(crate) fn sqd_finishes_then_resumes() -> Result<(), &'static str> {
+    use sys::*;
+    static EVENTS: QpEvents = QpEvents::new();
+    EVENTS.sq_drained.store(0, Ordering::SeqCst);
+    let dev = TestDev::new()?;
+    let Some((sgid, gid)) = loopback_gid(&dev) else {
+        return Err("no ::ffff:127.0.0.1 GID on the loopback device");
+    };
+    let src = pattern(8, 9)?;
+    let pd = TestPd::new(&dev)?;
+    let c = Consumer::new(false);
+    let cq = TestCq::new(&dev, 16, 0, &c)?;
+    let a = TestQp::with_events(&pd, &cq, &EVENTS)?;
+    // The peer: a QP left in RESET, which drops what `a` sends. The
+    // ACKs `a` gets are this test's.
+    let peer = TestQp::new(&pd, &cq)?;
+    // Timeout 14: 67 ms, seven retries (about half a second of losses).
+    a.connect(peer.qpn(), &gid, sgid)?;
+    let s = sge(src.as_ptr(), src.len(), pd.lkey());
+    if a.post_send(&send_wr(0xd1, ib_wr_opcode_IB_WR_SEND, &s)).0 != 0 {
+        return Err("post_send of the first SEND failed");
+    }
+    if !sent_through(&a, FIRST_PSN + 1) {
+        return Err("the first SEND was not sent");
+    }
+    move_to(&a, ib_qp_state_IB_QPS_SQD, true)?;
+    // Resent in SQD (a timeout before the move resent it in RTS).
+    let resent = diag(&a, "req_resent");
+    if sq_draining(&a)? != 1 {
+        return Err("a QP with a SEND unacknowledged is not draining");
+    }
+    if a.post_send(&send_wr(0xd2, ib_wr_opcode_IB_WR_SEND, &s)).0 != 0 {
+        return Err("post_send in SQD failed");
+    }
+    if !wait_diag(&a, "req_resent", |v| v > resent) {
+        return Err("the lost SEND was not sent again in SQD");
+    }
+    if diag(&a, "max_psn") != FIRST_PSN + 1 {
+        return Err("the SEND posted in SQD was sent");
+    }
+    let credits = Syndrome::CREDITS_INVALID;
+    respond(&a, FIRST_PSN, Syndrome::Ack { credits }, 1)?;
+    let wcs = wait_wcs(&cq, 1);
+    match wcs.first() {
+        Some(wc) if wc.status == ib_wc_status_IB_WC_SUCCESS && wr_id(wc) == 0xd1 => {}
+        Some(_) => return Err("the first SEND completed wrong"),
+        None => return Err("the ACK did not complete the first SEND"),
+    }
+    if sq_draining(&a)? != 0 || drained_events(&EVENTS, 1) != 1 {
+        return Err("the drain did not end with one IB_EVENT_SQ_DRAINED");
+    }
+    if diag(&a, "max_psn") != FIRST_PSN + 1 {
+        return Err("the SEND posted in SQD was sent before RTS");
+    }
+    move_to(&a, ib_qp_state_IB_QPS_RTS, false)?;
+    if !sent_through(&a, FIRST_PSN + 2) {
+        return Err("the SEND posted in SQD did not go out at RTS");
+    }
+    respond(&a, FIRST_PSN + 1, Syndrome::Ack { credits }, 2)?;
+    let wcs = wait_wcs(&cq, 1);
+    match wcs.first() {
+        Some(wc) if wc.status == ib_wc_status_IB_WC_SUCCESS && wr_id(wc) == 0xd2 => {}
+        Some(_) => return Err("the second SEND completed wrong"),
+        None => return Err("the ACK did not complete the second SEND"),
+    }
+    // Nothing in flight, no event asked for: drained on entry, silently.
+    move_to(&a, ib_qp_state_IB_QPS_SQD, false)?;
+    if sq_draining(&a)? != 0 {
+        return Err("an idle QP's drain did not end at once");
+    }
+    if drained_events(&EVENTS, 2) != 1 {
+        return Err("IB_EVENT_SQ_DRAINED raised unasked");
+    }
+    Ok(())
+}
+
 /// `wcs` are successful completions of exactly the work requests `ids`,
 /// in any order.
 fn succeeded(wcs: &KVec<sys::ib_wc>, ids: [u64; 2]) -> bool {
