@@ -68,10 +68,14 @@ pub(super) unsafe fn start(raw: *mut QpState) -> Result {
 ///
 /// [`start`] succeeded for `st`; called once, before `st` is freed.
 pub(super) unsafe fn stop(st: &QpState) {
+    // Shut down, not freed yet: a pass still running (the work item
+    // faulting ODP pages in, a kicked pass) may arm it before it sees the
+    // QP dead, which does nothing from now on. Freed below, once nothing
+    // runs for the QP any more.
     // SAFETY: plain calls in process context; the timer was made for this
     // QP in `start`, the work item initialized there, both shut down once
     // (caller).
-    unsafe { sys::rroce_helper_timer_free(st.fixed.timer) };
+    unsafe { sys::rroce_helper_timer_shutdown(st.fixed.timer) };
     // The QP is dead (a pass starting now sends nothing and kicks or
     // queues nothing): wait for a kicked pass that may have started
     // before, then for the work item (which such a pass may have queued),
@@ -93,6 +97,10 @@ pub(super) unsafe fn stop(st: &QpState) {
     // the table after a grace period); null is a no-op.
     // SAFETY: made in `start`, freed once (caller).
     unsafe { sys::rroce_helper_route_cache_free(st.fixed.route) };
+    // Nothing arms the timer any more (as above; its callback finished at
+    // the shutdown); null is a no-op.
+    // SAFETY: made in `start`, shut down above, freed once (caller).
+    unsafe { sys::rroce_helper_timer_free(st.fixed.timer) };
 }
 
 impl QpState {
@@ -457,6 +465,10 @@ fn tx_pass(state: &QpState, may_sleep: bool) {
         let r = crate::mr::fault_in(dev, f);
         let guard = rcu::read_lock();
         let mut inner = state.inner.lock();
+        if inner.dead {
+            // Destroyed while the pages came in: nothing resumes.
+            return;
+        }
         state.ctx(&mut inner, &guard).odp_done(f, r);
     }
     let mut datagrams = KVec::new();

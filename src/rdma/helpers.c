@@ -694,11 +694,14 @@ void rroce_helper_timer_cancel(struct rroce_timer *rt)
 	timer_delete(&rt->timer);
 }
 
+void rroce_helper_timer_shutdown(struct rroce_timer *rt)
+{
+	if (rt)
+		timer_shutdown_sync(&rt->timer);
+}
+
 void rroce_helper_timer_free(struct rroce_timer *rt)
 {
-	if (!rt)
-		return;
-	timer_shutdown_sync(&rt->timer);
 	kfree(rt);
 }
 

@@ -182,7 +182,10 @@ u32 rroce_helper_jiffies_ms(void);
  * later mod_timer(). */
 bool rroce_helper_timer_pending(struct rroce_timer *rt);
 void rroce_helper_timer_cancel(struct rroce_timer *rt);
-/* timer_shutdown_sync(), then free; NULL is ignored. */
+/* timer_shutdown_sync(): the callback has finished and later arms do
+ * nothing; NULL is ignored. */
+void rroce_helper_timer_shutdown(struct rroce_timer *rt);
+/* Frees a timer shut down before; NULL is ignored. */
 void rroce_helper_timer_free(struct rroce_timer *rt);
 bool rroce_helper_queue_work(struct work_struct *work);
 int rroce_helper_tx_elsewhere(u32 home);
