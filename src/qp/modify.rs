@@ -215,7 +215,7 @@ impl QpState {
         }
         inner.t.state = new;
         let guard = rcu::read_lock();
-        let unsent = self.ctx(&mut inner, &guard).on_state_change(old, new);
+        let unsent = self.ctx(&mut inner, &guard).on_state_change(old, new, mask);
         drop(guard);
         let datagrams = if new == sys::ib_qp_state_IB_QPS_RESET {
             reset_rings(&mut inner, &self.fixed)
@@ -335,6 +335,11 @@ fn reset_rings(inner: &mut QpInner, fixed: &transport::QpFixed) -> KVec<transpor
 /// What KUnit looks at.
 #[cfg(CONFIG_KUNIT)]
 impl QpState {
+    /// Leaves ODP state behind, as a QP that waited for pages does.
+    pub(crate) fn leave_odp_behind(&self) {
+        self.inner.lock().t.odp.leave_behind();
+    }
+
     /// What RESET left behind, if anything (see
     /// `TransportState::leftover`); the rings start over too.
     pub(crate) fn not_quiesced(&self) -> Option<&'static str> {

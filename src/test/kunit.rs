@@ -312,6 +312,7 @@ selftest_suite!(
         ack_ends_rnr_wait,
         rnr_nak_silences_the_rest,
         sqd_finishes_then_resumes,
+        sqd_applies_new_timeout,
         request_passes_held_responses,
         receive_leaves_requests_to_their_post,
         home_follows_an_idle_qps_poster,

@@ -24,6 +24,7 @@ impl Ctx<'_> {
         self.inner.req.rnr_wait = false;
         self.inner.req.mem_wait = false;
         self.inner.req.draining = false;
+        self.inner.req.drained_event = false;
         self.qp.req_waits.store(false, Ordering::Relaxed);
         self.qp.req_streams.store(false, Ordering::Relaxed);
         self.flush_sq();
@@ -121,6 +122,7 @@ impl Ctx<'_> {
         &mut self,
         old: sys::ib_qp_state,
         new: sys::ib_qp_state,
+        mask: u32,
     ) -> Unsent {
         if new == sys::ib_qp_state_IB_QPS_RTR && old != new {
             self.inner.resp = Resp {
@@ -138,8 +140,14 @@ impl Ctx<'_> {
             self.inner.req.draining = true;
             self.check_sq_drained();
         }
+        if old == sys::ib_qp_state_IB_QPS_SQD && new == old {
+            self.retime(mask);
+        }
         if old == sys::ib_qp_state_IB_QPS_SQD && new != old {
+            // An event not raised yet goes with SQD: a handler would find
+            // the QP out of it.
             self.inner.req.draining = false;
+            self.inner.req.drained_event = false;
             // The WQEs posted while draining run now: none was fetched,
             // and the flush after `modify_qp` hands a pending send queue
             // to the QP's work item.
@@ -152,6 +160,39 @@ impl Ctx<'_> {
             return self.reset();
         }
         Unsent::none()
+    }
+}
+
+impl Ctx<'_> {
+    /// SQD -> SQD with a new timeout or retry count (where they may
+    /// change): the budgets start over from the new counts, as rdma_rxe's
+    /// modify does, and the timer runs for what is in flight with the new
+    /// timeout (or stops, at 0) rather than wait for a packet sent, which
+    /// a draining QP may never send. A running RNR, memory or ODP wait
+    /// keeps its own expiry.
+    fn retime(&mut self, mask: u32) {
+        let budgets = sys::ib_qp_attr_mask_IB_QP_TIMEOUT
+            | sys::ib_qp_attr_mask_IB_QP_RETRY_CNT
+            | sys::ib_qp_attr_mask_IB_QP_RNR_RETRY;
+        if mask & budgets == 0 {
+            return;
+        }
+        self.restart_budgets();
+        let r = &self.inner.req;
+        if mask & sys::ib_qp_attr_mask_IB_QP_TIMEOUT == 0
+            || r.una == r.max_psn
+            || r.rnr_wait
+            || r.mem_wait
+            || r.odp_wait
+        {
+            return;
+        }
+        if super::timeout_us(self.inner.attrs.timeout).is_some() {
+            self.arm_retry_timer();
+        } else {
+            // SAFETY: the timer lives as long as the QP.
+            unsafe { sys::rroce_helper_timer_cancel(self.qp.timer) };
+        }
     }
 }
 
@@ -183,6 +224,9 @@ impl Ctx<'_> {
         self.inner.epoch = self.inner.epoch.wrapping_add(1);
         self.inner.req = Req::default();
         self.inner.resp = Resp::default();
+        // A failed fault, a response to ask for again, pages "not now":
+        // nothing of the old connection's waits for ODP pages is left.
+        self.inner.odp = super::OdpWait::default();
         self.inner.mtu = super::mtu_bytes(sys::ib_mtu_IB_MTU_256);
         unsent
     }

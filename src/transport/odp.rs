@@ -138,3 +138,26 @@ impl TransportState {
         self.odp.pending.is_some()
     }
 }
+
+/// What KUnit looks at.
+#[cfg(CONFIG_KUNIT)]
+impl OdpWait {
+    /// Leaves what a fault that failed, a dropped response and a page
+    /// "not now" leave (nothing for the work item to fault in).
+    pub(crate) fn leave_behind(&mut self) {
+        self.failed = Some(Fault {
+            key: 0,
+            remote: false,
+            va: 0,
+            len: 1,
+            write: false,
+        });
+        self.resend = true;
+        self.not_now = 1;
+    }
+
+    /// Whether nothing of an earlier wait is left.
+    pub(crate) fn is_clear(&self) -> bool {
+        self.pending.is_none() && self.failed.is_none() && !self.resend && self.not_now == 0
+    }
+}

@@ -322,6 +322,9 @@ impl TransportState {
         if s.epsn != 0 || s.msn != 0 || s.nak_sent || s.recv.active || s.write.active {
             return Some("the responder kept its PSN, MSN or message in progress");
         }
+        if !self.odp.is_clear() {
+            return Some("an ODP wait or failed fault is left");
+        }
         None
     }
 

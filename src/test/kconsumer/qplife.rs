@@ -535,6 +535,11 @@ pub(crate) fn reset_quiesces_qp() -> Result<(), &'static str> {
         return Err("modify to ERR failed");
     }
     let _ = wait_wcs(&cq_a, 1);
+    // What a wait for ODP pages leaves (a user QP's; a kernel QP has no
+    // ODP MRs) must not outlive RESET either: a failed fault left over
+    // failed the reused QP's first access to those pages at once.
+    // SAFETY: a live QP of an rroce device.
+    unsafe { RroceQp::state(a.0) }.leave_odp_behind();
     if to_state(&a, ib_qp_state_IB_QPS_RESET) != 0 {
         return Err("modify to RESET failed");
     }

@@ -242,6 +242,77 @@ pub(crate) fn sqd_finishes_then_resumes() -> Result<(), &'static str> {
     if drained_events(&EVENTS, 2) != 1 {
         return Err("IB_EVENT_SQ_DRAINED raised unasked");
     }
+    // A drain whose event the work item has not raised yet (it cannot
+    // run: the transmit is held) when the QP leaves SQD: the event goes
+    // with SQD, rather than reach a handler that finds the QP in RTS.
+    move_to(&a, ib_qp_state_IB_QPS_RTS, false)?;
+    // SAFETY: a live QP of an rroce device.
+    let st = unsafe { RroceQp::state(a.0) };
+    st.hold_tx_after(0);
+    let moved = move_to(&a, ib_qp_state_IB_QPS_SQD, true)
+        .and_then(|()| move_to(&a, ib_qp_state_IB_QPS_RTS, false));
+    // Runs the work item.
+    st.open_tx();
+    moved?;
+    if drained_events(&EVENTS, 2) != 1 {
+        return Err("IB_EVENT_SQ_DRAINED raised after the QP left SQD");
+    }
+    Ok(())
+}
+
+/// SQD is where a connected QP's timeout and retry counts may change
+/// (`ib_modify_qp_is_ok`): they apply to what is in flight at once. A
+/// SEND lost while the QP has no timeout (0: never) is resent once SQD
+/// gives it one, and the drain ends. (The new timeout waited for the next
+/// packet sent, which a draining QP does not send: the SEND was never
+/// resent and the drain never ended.)
+pub(crate) fn sqd_applies_new_timeout() -> Result<(), &'static str> {
+    use sys::*;
+    let dev = TestDev::new()?;
+    let Some((sgid, gid)) = loopback_gid(&dev) else {
+        return Err("no ::ffff:127.0.0.1 GID on the loopback device");
+    };
+    let src = pattern(8, 10)?;
+    let pd = TestPd::new(&dev)?;
+    let c = Consumer::new(false);
+    let cq = TestCq::new(&dev, 16, 0, &c)?;
+    let a = TestQp::new(&pd, &cq)?;
+    // The peer: a QP left in RESET, which drops what `a` sends.
+    let peer = TestQp::new(&pd, &cq)?;
+    a.connect_with(peer.qpn(), &gid, sgid, 0)?;
+    let s = sge(src.as_ptr(), src.len(), pd.lkey());
+    if a.post_send(&send_wr(0xd5, ib_wr_opcode_IB_WR_SEND, &s)).0 != 0 {
+        return Err("post_send failed");
+    }
+    if !sent_through(&a, FIRST_PSN + 1) {
+        return Err("the SEND was not sent");
+    }
+    move_to(&a, ib_qp_state_IB_QPS_SQD, false)?;
+    // SAFETY: all-zero is a valid `ib_qp_attr`.
+    let mut m: ib_qp_attr = unsafe { core::mem::zeroed() };
+    m.qp_state = ib_qp_state_IB_QPS_SQD;
+    m.timeout = 14;
+    if a.modify(
+        &mut m,
+        ib_qp_attr_mask_IB_QP_STATE | ib_qp_attr_mask_IB_QP_TIMEOUT,
+    ) != 0
+    {
+        return Err("modify SQD -> SQD with a timeout failed");
+    }
+    if !wait_diag(&a, "req_resent", |v| v > 0) {
+        return Err("the new timeout did not resend the lost SEND");
+    }
+    let credits = Syndrome::CREDITS_INVALID;
+    respond(&a, FIRST_PSN, Syndrome::Ack { credits }, 1)?;
+    let wcs = wait_wcs(&cq, 1);
+    match wcs.first() {
+        Some(wc) if wc.status == ib_wc_status_IB_WC_SUCCESS && wr_id(wc) == 0xd5 => {}
+        Some(_) => return Err("the SEND completed wrong"),
+        None => return Err("the ACK did not complete the SEND"),
+    }
+    if sq_draining(&a)? != 0 {
+        return Err("the drain did not end");
+    }
     Ok(())
 }
 
