@@ -313,6 +313,7 @@ selftest_suite!(
         rnr_nak_silences_the_rest,
         sqd_finishes_then_resumes,
         sqd_applies_new_timeout,
+        partly_sent_bad_wqe_resent,
         request_passes_held_responses,
         receive_leaves_requests_to_their_post,
         home_follows_an_idle_qps_poster,

@@ -365,11 +365,14 @@ impl Ctx<'_> {
         {
             let k = self.inner.req.cur;
             let mut op = self.op(k);
-            if op.invalid.is_some() {
-                // Completes (with its error) once everything before it has.
+            let r = &self.inner.req;
+            if op.invalid.is_some() && Psn::new(r.psn).diff(Psn::new(r.max_psn)) >= 0 {
+                // Completes (with its error) once everything before it,
+                // and what of it was sent, is acknowledged. Nothing after
+                // it was sent: behind `max_psn` it is resent (a loss), up
+                // to the packet that failed.
                 break;
             }
-            let r = &self.inner.req;
             if sqd && !requester::sqd_sends(Psn::new(r.psn), Psn::new(r.max_psn), r.cur_off) {
                 // Draining: a WQE not begun (a local one too) waits.
                 break;

@@ -316,6 +316,55 @@ pub(crate) fn sqd_applies_new_timeout() -> Result<(), &'static str> {
     Ok(())
 }
 
+/// A SEND whose second SGE names no MR fails at its third packet, after
+/// two were sent. When those two are lost they are resent: the WQE then
+/// completes with its own error once they are acknowledged. (The
+/// requester stopped at the failed WQE even to resend what of it was
+/// sent, so it ran out of retries: `IB_WC_RETRY_EXC_ERR`, for a local
+/// protection error.)
+pub(crate) fn partly_sent_bad_wqe_resent() -> Result<(), &'static str> {
+    use sys::*;
+    let dev = TestDev::new()?;
+    let Some((sgid, gid)) = loopback_gid(&dev) else {
+        return Err("no ::ffff:127.0.0.1 GID on the loopback device");
+    };
+    let src = pattern(2048, 13)?;
+    let pd = TestPd::new(&dev)?;
+    let c = Consumer::new(false);
+    let cq = TestCq::new(&dev, 16, 0, &c)?;
+    let a = TestQp::new(&pd, &cq)?;
+    // The peer: a QP left in RESET, which drops what `a` sends.
+    let peer = TestQp::new(&pd, &cq)?;
+    a.connect(peer.qpn(), &gid, sgid)?;
+    let sges = [
+        sge(src.as_ptr(), 2048, pd.lkey()),
+        sge(src.as_ptr(), 8, pd.lkey() ^ 0x5a_5a00),
+    ];
+    let mut w = send_wr(0xd7, ib_wr_opcode_IB_WR_SEND, &sges[0]);
+    w.num_sge = 2;
+    if a.post_send(&w).0 != 0 {
+        return Err("post_send failed");
+    }
+    // Two packets of 1024 bytes sent, the third not built.
+    if !sent_through(&a, FIRST_PSN + 2) {
+        return Err("the first two packets were not sent");
+    }
+    if !wait_diag(&a, "req_resent", |v| v >= 2) {
+        return Err("the lost packets of the failed SEND were not resent");
+    }
+    let credits = Syndrome::CREDITS_INVALID;
+    respond(&a, FIRST_PSN + 1, Syndrome::Ack { credits }, 0)?;
+    let wcs = wait_wcs(&cq, 1);
+    match wcs.first() {
+        Some(wc) if wc.status == ib_wc_status_IB_WC_LOC_PROT_ERR && wr_id(wc) == 0xd7 => Ok(()),
+        Some(wc) => {
+            pr_err!("partly sent bad WQE: status {}\n", wc.status);
+            Err("the failed SEND completed with another status")
+        }
+        None => Err("the failed SEND never completed"),
+    }
+}
+
 /// `wcs` are successful completions of exactly the work requests `ids`,
 /// in any order.
 fn succeeded(wcs: &KVec<sys::ib_wc>, ids: [u64; 2]) -> bool {
