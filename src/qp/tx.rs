@@ -445,8 +445,11 @@ fn tx_pass(state: &QpState, may_sleep: bool) {
     let dev = state.dev();
     // ODP pages the transport waits for: faulted in first (this sleeps),
     // then everything below runs again.
+    // With the connection it was for (`epoch`, moved on by RESET).
     let fault = if may_sleep {
-        state.inner.lock().t.odp_take()
+        let mut inner = state.inner.lock();
+        let epoch = inner.t.epoch;
+        inner.t.odp_take().map(|f| (f, epoch))
     } else {
         let inner = state.inner.lock();
         let fault_pending = !inner.dead && inner.t.odp_pending();
@@ -460,7 +463,7 @@ fn tx_pass(state: &QpState, may_sleep: bool) {
         }
         None
     };
-    if let Some(f) = fault {
+    if let Some((f, epoch)) = fault {
         dev.counters.inc(crate::counters::Counter::OdpFaults);
         let r = crate::mr::fault_in(dev, f);
         let guard = rcu::read_lock();
@@ -469,7 +472,11 @@ fn tx_pass(state: &QpState, may_sleep: bool) {
             // Destroyed while the pages came in: nothing resumes.
             return;
         }
-        state.ctx(&mut inner, &guard).odp_done(f, r);
+        // Reset while they came in: the fault was the old connection's,
+        // and its outcome (a failure, another try) is not the new one's.
+        if inner.t.epoch == epoch {
+            state.ctx(&mut inner, &guard).odp_done(f, r);
+        }
     }
     let mut datagrams = KVec::new();
     let mut ud_more = false;

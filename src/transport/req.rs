@@ -368,9 +368,12 @@ impl Ctx<'_> {
             let r = &self.inner.req;
             if op.invalid.is_some() && Psn::new(r.psn).diff(Psn::new(r.max_psn)) >= 0 {
                 // Completes (with its error) once everything before it,
-                // and what of it was sent, is acknowledged. Nothing after
-                // it was sent: behind `max_psn` it is resent (a loss), up
-                // to the packet that failed.
+                // and what of it was sent, is acknowledged. Behind
+                // `max_psn` (a loss) what of it was sent is resent, up to
+                // the packet that failed. (A WQE that failed before
+                // sending anything is met only at `max_psn`; a READ the
+                // completer failed after it was sent can have later WQEs
+                // sent behind it, which a rewind resends too.)
                 break;
             }
             if sqd && !requester::sqd_sends(Psn::new(r.psn), Psn::new(r.max_psn), r.cur_off) {
