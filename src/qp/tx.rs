@@ -104,16 +104,26 @@ pub(super) unsafe fn stop(st: &QpState) {
 }
 
 impl QpState {
-    /// Raises the `IB_EVENT_SQ_DRAINED` the transport left due, from the
+    /// Raises the affiliated events the transport left due
+    /// (`IB_EVENT_SQ_DRAINED`, `IB_EVENT_QP_LAST_WQE_REACHED`), from the
     /// work item: outside the QP's lock and outside any verb's call chain,
     /// so the consumer's handler may call verbs on the QP.
-    fn raise_due_event(&self) {
+    fn raise_due_events(&self) {
         let due = {
             let mut inner = self.inner.lock();
-            !inner.dead && inner.t.take_event()
+            if inner.dead {
+                return;
+            }
+            inner.t.take_events()
         };
-        if due {
+        if due.sq_drained {
             crate::rdma::raise_qp_event(self.fixed.ibqp, sys::ib_event_type_IB_EVENT_SQ_DRAINED);
+        }
+        if due.last_wqe {
+            crate::rdma::raise_qp_event(
+                self.fixed.ibqp,
+                sys::ib_event_type_IB_EVENT_QP_LAST_WQE_REACHED,
+            );
         }
     }
 
@@ -401,7 +411,7 @@ unsafe extern "C" fn tx_work_fn(work: *mut sys::work_struct) {
             .cast::<QpState>()
     };
     tx_pass(state, true);
-    state.raise_due_event();
+    state.raise_due_events();
 }
 
 /// A receive thread's call for a QP whose transmit was kicked to its CPU

@@ -287,6 +287,7 @@ selftest_suite!(
         idle_qp_retries_after_no_memory,
         query_fills_every_field,
         reset_quiesces_qp,
+        last_wqe_event_outside_lock,
         requester_waits_hint,
         requester_streams_hint,
         rejected_modify_changes_nothing,

@@ -14,6 +14,15 @@ use crate::{
     rdma::sys,
 };
 
+/// The affiliated events the transport left for the QP's work item to
+/// raise (`TransportState::take_events`).
+pub(crate) struct DueEvents {
+    /// `IB_EVENT_SQ_DRAINED`.
+    pub(crate) sq_drained: bool,
+    /// `IB_EVENT_QP_LAST_WQE_REACHED`.
+    pub(crate) last_wqe: bool,
+}
+
 impl Ctx<'_> {
     /// Moves the QP to the error state and flushes both queues.
     pub(crate) fn enter_error(&mut self) {
@@ -31,12 +40,10 @@ impl Ctx<'_> {
         self.flush_rq();
         if self.qp.srq().is_some() && !self.inner.resp.last_wqe {
             // No WQE of the SRQ will reach this QP any more: ib_drain_qp
-            // waits for this (IBA 11.6.3.1), once per entry to ERR.
+            // waits for this (IBA 11.6.3.1), once per entry to ERR. The
+            // QP's work item raises it, outside the QP's lock.
             self.inner.resp.last_wqe = true;
-            crate::rdma::raise_qp_event(
-                self.qp.ibqp,
-                sys::ib_event_type_IB_EVENT_QP_LAST_WQE_REACHED,
-            );
+            self.inner.resp.last_wqe_event = true;
         }
     }
 

@@ -59,6 +59,7 @@ mod state;
 mod ud;
 
 pub(crate) use diag::Diag;
+pub(crate) use flush::DueEvents;
 pub(crate) use odp::OdpWait;
 #[cfg(CONFIG_KUNIT)]
 pub(crate) use resp::queue_selftest;
@@ -374,14 +375,17 @@ impl TransportState {
         self.req.draining
     }
 
-    /// Whether an `IB_EVENT_SQ_DRAINED` waits for the work item.
+    /// Whether an affiliated event waits for the work item.
     pub(crate) fn event_due(&self) -> bool {
-        self.req.drained_event
+        self.req.drained_event || self.resp.last_wqe_event
     }
 
-    /// Takes the `IB_EVENT_SQ_DRAINED` waiting for the work item, if any.
-    pub(crate) fn take_event(&mut self) -> bool {
-        core::mem::take(&mut self.req.drained_event)
+    /// Takes the affiliated events waiting for the work item.
+    pub(crate) fn take_events(&mut self) -> DueEvents {
+        DueEvents {
+            sq_drained: core::mem::take(&mut self.req.drained_event),
+            last_wqe: core::mem::take(&mut self.resp.last_wqe_event),
+        }
     }
 
     /// Whether the last send WQE fetched was a small message's.
@@ -428,9 +432,13 @@ pub(crate) struct Resp {
     /// UC: a packet of the current message was lost; the rest of it is
     /// dropped until a first or only packet starts the next.
     uc_drop: bool,
-    /// On an SRQ: `IB_EVENT_QP_LAST_WQE_REACHED` was raised for this
-    /// entry to the error state.
+    /// On an SRQ: `IB_EVENT_QP_LAST_WQE_REACHED` is due or was raised for
+    /// this entry to the error state.
     last_wqe: bool,
+    /// That event waits for the QP's work item, which raises it outside
+    /// the QP's lock and any verb's call chain (RESET drops it with the
+    /// rest of the responder).
+    last_wqe_event: bool,
     /// On an SRQ: `rq_shadow` holds a WQE taken from it for a message put
     /// off by an ODP fault (`resp::odp_untake`).
     srq_held: bool,

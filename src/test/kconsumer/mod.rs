@@ -431,20 +431,36 @@ impl Drop for TestPd {
     }
 }
 
-/// A kernel RC QP created through the core, destroyed on drop.
+/// A kernel QP (RC unless made otherwise) created through the core,
+/// destroyed on drop.
 struct TestQp(*mut sys::ib_qp);
 
 /// The affiliated events a QP's `event_handler` got.
 struct QpEvents {
     /// `IB_EVENT_SQ_DRAINED` events.
     sq_drained: AtomicU32,
+    /// `IB_EVENT_QP_LAST_WQE_REACHED` events.
+    last_wqe: AtomicU32,
+    /// Events raised in atomic context (interrupts or bottom halves off,
+    /// as under the QP's lock), where the handler could not call verbs on
+    /// the QP.
+    atomic: AtomicU32,
 }
 
 impl QpEvents {
     const fn new() -> Self {
         Self {
             sq_drained: AtomicU32::new(0),
+            last_wqe: AtomicU32::new(0),
+            atomic: AtomicU32::new(0),
         }
+    }
+
+    /// Counts from zero again (the statics outlive a test run).
+    fn clear(&self) {
+        self.sq_drained.store(0, Ordering::SeqCst);
+        self.last_wqe.store(0, Ordering::SeqCst);
+        self.atomic.store(0, Ordering::SeqCst);
     }
 }
 
@@ -456,14 +472,21 @@ impl QpEvents {
 unsafe extern "C" fn qp_event_handler(ev: *mut sys::ib_event, ctx: *mut c_void) {
     // SAFETY: per the function's contract; `QpEvents` is shared (atomics).
     let (ev, events) = unsafe { (&*ev, &*ctx.cast::<QpEvents>()) };
+    // SAFETY: plain query of the current context.
+    if unsafe { sys::rroce_helper_in_atomic_bh() } {
+        events.atomic.fetch_add(1, Ordering::SeqCst);
+    }
     if ev.event == sys::ib_event_type_IB_EVENT_SQ_DRAINED {
         events.sq_drained.fetch_add(1, Ordering::SeqCst);
+    }
+    if ev.event == sys::ib_event_type_IB_EVENT_QP_LAST_WQE_REACHED {
+        events.last_wqe.fetch_add(1, Ordering::SeqCst);
     }
 }
 
 impl TestQp {
     fn new(pd: &TestPd, cq: &TestCq) -> Result<Self, &'static str> {
-        Self::create(pd, cq, None)
+        Self::create(pd, cq, None, null_mut(), sys::ib_qp_type_IB_QPT_RC)
     }
 
     /// A QP whose affiliated events are counted in `events`.
@@ -472,13 +495,17 @@ impl TestQp {
         cq: &TestCq,
         events: &'static QpEvents,
     ) -> Result<Self, &'static str> {
-        Self::create(pd, cq, Some(events))
+        Self::create(pd, cq, Some(events), null_mut(), sys::ib_qp_type_IB_QPT_RC)
     }
 
+    /// A QP of `qp_type` whose affiliated events are counted in `events`,
+    /// receiving from `srq` (null: its own receive queue).
     fn create(
         pd: &TestPd,
         cq: &TestCq,
         events: Option<&'static QpEvents>,
+        srq: *mut sys::ib_srq,
+        qp_type: sys::ib_qp_type,
     ) -> Result<Self, &'static str> {
         // SAFETY: all-zero is a valid `ib_qp_init_attr`.
         let mut init: sys::ib_qp_init_attr = unsafe { core::mem::zeroed() };
@@ -488,18 +515,19 @@ impl TestQp {
         }
         init.send_cq = cq.0;
         init.recv_cq = cq.0;
+        init.srq = srq;
         init.cap.max_send_wr = 16;
         init.cap.max_recv_wr = 16;
         init.cap.max_send_sge = 2;
         init.cap.max_recv_sge = 2;
         init.cap.max_inline_data = 64;
         init.sq_sig_type = sys::ib_sig_type_IB_SIGNAL_REQ_WR;
-        init.qp_type = sys::ib_qp_type_IB_QPT_RC;
+        init.qp_type = qp_type;
         // SAFETY: a live kernel PD; valid attributes.
         let qp = unsafe { sys::ib_create_qp_kernel(pd.0, &mut init, c"rroce_kunit".as_char_ptr()) };
         if bad_ptr(qp) {
             pr_err!("ib_create_qp: {}\n", qp as isize);
-            return Err("ib_create_qp of a kernel RC QP failed");
+            return Err("ib_create_qp of a kernel QP failed");
         }
         Ok(Self(qp))
     }
@@ -759,9 +787,9 @@ pub(crate) mod selftest {
     };
     pub(crate) use super::devlife::entry_outlives_dealloc;
     pub(crate) use super::qplife::{
-        qp_table_full, query_ah_returns_its_address, query_fills_every_field,
-        rejected_modify_changes_nothing, requester_streams_hint, requester_waits_hint,
-        reset_quiesces_qp,
+        last_wqe_event_outside_lock, qp_table_full, query_ah_returns_its_address,
+        query_fills_every_field, rejected_modify_changes_nothing, requester_streams_hint,
+        requester_waits_hint, reset_quiesces_qp,
     };
     pub(crate) use super::rc::{idle_qp_retries_after_no_memory, kernel_rc_qps};
 }

@@ -84,14 +84,8 @@ fn rtr_attr(dest: u32, gid: &sys::ib_gid, sgid: u8, mtu: sys::ib_mtu) -> (sys::i
     (a, m)
 }
 
-/// RESET -> INIT -> RTR -> RTS towards `dest` at `gid`, path MTU `mtu`.
-fn bring_up(
-    qp: &TestQp,
-    dest: u32,
-    gid: &sys::ib_gid,
-    sgid: u8,
-    mtu: sys::ib_mtu,
-) -> Result<(), &'static str> {
+/// RESET -> INIT, port 1, local and remote access.
+fn to_init(qp: &TestQp) -> Result<(), &'static str> {
     use sys::*;
     // SAFETY: all-zero is a valid `ib_qp_attr`.
     let mut a: ib_qp_attr = unsafe { core::mem::zeroed() };
@@ -107,6 +101,19 @@ fn bring_up(
     if qp.modify(&mut a, m) != 0 {
         return Err("modify to INIT failed");
     }
+    Ok(())
+}
+
+/// RESET -> INIT -> RTR -> RTS towards `dest` at `gid`, path MTU `mtu`.
+fn bring_up(
+    qp: &TestQp,
+    dest: u32,
+    gid: &sys::ib_gid,
+    sgid: u8,
+    mtu: sys::ib_mtu,
+) -> Result<(), &'static str> {
+    use sys::*;
+    to_init(qp)?;
     let (mut a, m) = rtr_attr(dest, gid, sgid, mtu);
     if qp.modify(&mut a, m) != 0 {
         return Err("modify to RTR failed");
@@ -791,5 +798,91 @@ pub(crate) fn query_ah_returns_its_address() -> Result<(), &'static str> {
     if !same {
         return Err("rdma_query_ah did not return the AH's address");
     }
+    Ok(())
+}
+
+/// A kernel SRQ on `pd` (`ib_create_srq`), destroyed on drop.
+struct TestSrq(*mut sys::ib_srq);
+
+impl TestSrq {
+    fn new(pd: &TestPd) -> Result<Self, &'static str> {
+        // SAFETY: all-zero is a valid `ib_srq_init_attr`.
+        let mut init: sys::ib_srq_init_attr = unsafe { core::mem::zeroed() };
+        init.srq_type = sys::ib_srq_type_IB_SRQT_BASIC;
+        init.attr.max_wr = 8;
+        init.attr.max_sge = 1;
+        // SAFETY: a live kernel PD; valid attributes; no user data.
+        let srq = unsafe { sys::ib_create_srq_user(pd.0, &mut init, null_mut(), null_mut()) };
+        if bad_ptr(srq) {
+            return Err("ib_create_srq failed");
+        }
+        Ok(Self(srq))
+    }
+}
+
+impl Drop for TestSrq {
+    fn drop(&mut self) {
+        // SAFETY: created by `new`; its QPs are destroyed first.
+        unsafe { sys::ib_destroy_srq_user(self.0, null_mut()) };
+    }
+}
+
+/// `IB_EVENT_QP_LAST_WQE_REACHED` events counted, after up to a second
+/// for them to reach `want` (they come from the QP's work item).
+fn last_wqe_events(events: &QpEvents, want: u32) -> u32 {
+    for _ in 0..100 {
+        if events.last_wqe.load(Ordering::SeqCst) >= want {
+            break;
+        }
+        fsleep(Delta::from_millis(10));
+    }
+    events.last_wqe.load(Ordering::SeqCst)
+}
+
+/// A QP on an SRQ raises `IB_EVENT_QP_LAST_WQE_REACHED` once per entry to
+/// the error state (`ib_drain_qp` waits for it), and raises it from its
+/// work item, as rdma_rxe's responder task does: the handler runs with
+/// interrupts and bottom halves on, outside the QP's lock, so it may call
+/// verbs on the QP. (It was raised inside `modify_qp`, under the QP's
+/// lock with interrupts off.)
+pub(crate) fn last_wqe_event_outside_lock() -> Result<(), &'static str> {
+    use sys::*;
+    static EVENTS: QpEvents = QpEvents::new();
+    EVENTS.clear();
+    let dev = TestDev::new()?;
+    let pd = TestPd::new(&dev)?;
+    let c = Consumer::new(false);
+    let cq = TestCq::new(&dev, 16, 0, &c)?;
+    let srq = TestSrq::new(&pd)?;
+    let qp = TestQp::create(&pd, &cq, Some(&EVENTS), srq.0, ib_qp_type_IB_QPT_RC)?;
+    to_init(&qp)?;
+    if to_state(&qp, ib_qp_state_IB_QPS_ERR) != 0 {
+        return Err("INIT -> ERR failed");
+    }
+    if last_wqe_events(&EVENTS, 1) != 1 {
+        return Err("no IB_EVENT_QP_LAST_WQE_REACHED on entry to ERR");
+    }
+    if EVENTS.atomic.load(Ordering::SeqCst) != 0 {
+        return Err("IB_EVENT_QP_LAST_WQE_REACHED raised with interrupts or BHs off");
+    }
+    // ERR -> ERR is no new entry.
+    if to_state(&qp, ib_qp_state_IB_QPS_ERR) != 0 {
+        return Err("ERR -> ERR failed");
+    }
+    if last_wqe_events(&EVENTS, 2) != 1 {
+        return Err("IB_EVENT_QP_LAST_WQE_REACHED raised again in ERR");
+    }
+    if to_state(&qp, ib_qp_state_IB_QPS_RESET) != 0 {
+        return Err("ERR -> RESET failed");
+    }
+    to_init(&qp)?;
+    if to_state(&qp, ib_qp_state_IB_QPS_ERR) != 0 {
+        return Err("INIT -> ERR failed");
+    }
+    if last_wqe_events(&EVENTS, 2) != 2 || EVENTS.atomic.load(Ordering::SeqCst) != 0 {
+        return Err("the second entry to ERR raised no event, or raised it atomically");
+    }
+    drop(qp);
+    drop(srq);
     Ok(())
 }

@@ -172,7 +172,7 @@ fn drained_events(events: &QpEvents, want: u32) -> u32 {
 pub(crate) fn sqd_finishes_then_resumes() -> Result<(), &'static str> {
     use sys::*;
     static EVENTS: QpEvents = QpEvents::new();
-    EVENTS.sq_drained.store(0, Ordering::SeqCst);
+    EVENTS.clear();
     let dev = TestDev::new()?;
     let Some((sgid, gid)) = loopback_gid(&dev) else {
         return Err("no ::ffff:127.0.0.1 GID on the loopback device");
