@@ -315,6 +315,7 @@ selftest_suite!(
         sqd_finishes_then_resumes,
         sqd_applies_new_timeout,
         partly_sent_bad_wqe_resent,
+        uc_counts_no_ack_requests,
         request_passes_held_responses,
         receive_leaves_requests_to_their_post,
         home_follows_an_idle_qps_poster,

@@ -14,7 +14,7 @@ use crate::rdma::sys;
 pub(crate) type Diag = [(&'static CStr, u32); DIAG_LEN];
 
 /// How many values [`TransportState::diag`] reports.
-pub(crate) const DIAG_LEN: usize = 49;
+pub(crate) const DIAG_LEN: usize = 50;
 
 impl TransportState {
     /// The PSNs `query_qp` reports (as rdma_rxe and the HCAs): the next to
@@ -56,6 +56,7 @@ impl TransportState {
             (c"req_pending", r.pending.into()),
             (c"rd_retry", r.rd_retry.unwrap_or(u32::MAX)),
             (c"window", r.window.size()),
+            (c"noack", r.noack),
             (c"epsn", s.epsn),
             (c"msn", s.msn),
             (c"recv_active", s.recv.active.into()),

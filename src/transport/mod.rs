@@ -272,7 +272,8 @@ pub(crate) struct Req {
     /// later out-of-order responses (still in flight from before) must not
     /// each start another retry (as rxe's `started_retry`).
     rd_retry: Option<u32>,
-    /// Packets sent since the last ACK request.
+    /// RC request packets sent since the last ACK request (UC asks for
+    /// none and keeps 0).
     noack: u32,
     /// This pass asks for one ACK at its tail (module parameter
     /// `tx_ack_at_tail`, read once per pass), and a data packet it queued

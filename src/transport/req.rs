@@ -582,9 +582,10 @@ impl Ctx<'_> {
         if last {
             h.bth.solicited = op.flags & SEND_SOLICITED != 0;
         }
-        self.inner.req.noack += 1;
+        // This packet counted, if it goes out (one not built is not).
+        let noack = self.inner.req.noack.saturating_add(1);
         let r = &self.inner.req;
-        if !self.qp.uc && r.window.ack_req_in_pass(last, r.noack, r.ack_at_tail) {
+        if !self.qp.uc && r.window.ack_req_in_pass(last, noack, r.ack_at_tail) {
             h.bth.ack_req = true;
         }
         let elem_k = k;
@@ -624,9 +625,12 @@ impl Ctx<'_> {
         });
         match r {
             Ok(true) => {
-                if h.bth.ack_req {
-                    self.inner.req.noack = 0;
-                }
+                // UC asks for no ACK and waits for none: nothing to count.
+                self.inner.req.noack = if h.bth.ack_req || self.qp.uc {
+                    0
+                } else {
+                    noack
+                };
                 self.inner.req.pass_unasked = !h.bth.ack_req && !self.qp.uc;
                 self.inner.req.cur_off += n;
                 self.inner.req.advance(1, last);

@@ -804,6 +804,7 @@ pub(crate) mod peer_selftest {
         ack_ends_rnr_wait, home_follows_an_idle_qps_poster, partly_sent_bad_wqe_resent,
         receive_leaves_requests_to_their_post, request_passes_held_responses,
         rnr_nak_silences_the_rest, sqd_applies_new_timeout, sqd_finishes_then_resumes,
+        uc_counts_no_ack_requests,
     };
 }
 

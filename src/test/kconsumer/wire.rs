@@ -649,3 +649,88 @@ pub(crate) fn rnr_nak_silences_the_rest() -> Result<(), &'static str> {
     }
     Ok(())
 }
+
+/// RESET -> INIT -> RTR -> RTS of UC QP `qp` towards `dest` at `gid` (GID
+/// index `sgid`), path MTU 1024: the attributes UC takes, no more.
+fn connect_uc(qp: &TestQp, dest: u32, gid: &sys::ib_gid, sgid: u8) -> Result<(), &'static str> {
+    use sys::*;
+    // SAFETY: all-zero is a valid `ib_qp_attr`.
+    let mut a: ib_qp_attr = unsafe { core::mem::zeroed() };
+    a.qp_state = ib_qp_state_IB_QPS_INIT;
+    a.port_num = 1;
+    a.qp_access_flags = ib_access_flags_IB_ACCESS_LOCAL_WRITE as i32;
+    let m = ib_qp_attr_mask_IB_QP_STATE
+        | ib_qp_attr_mask_IB_QP_PKEY_INDEX
+        | ib_qp_attr_mask_IB_QP_PORT
+        | ib_qp_attr_mask_IB_QP_ACCESS_FLAGS;
+    if qp.modify(&mut a, m) != 0 {
+        return Err("UC modify to INIT failed");
+    }
+    // SAFETY: as above.
+    let mut a: ib_qp_attr = unsafe { core::mem::zeroed() };
+    a.qp_state = ib_qp_state_IB_QPS_RTR;
+    a.path_mtu = ib_mtu_IB_MTU_1024;
+    a.dest_qp_num = dest;
+    a.rq_psn = FIRST_PSN;
+    a.ah_attr.type_ = rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_ROCE;
+    a.ah_attr.port_num = 1;
+    a.ah_attr.ah_flags = ib_ah_flags_IB_AH_GRH as u8;
+    a.ah_attr.grh.dgid = *gid;
+    a.ah_attr.grh.sgid_index = sgid;
+    a.ah_attr.grh.hop_limit = 64;
+    let m = ib_qp_attr_mask_IB_QP_STATE
+        | ib_qp_attr_mask_IB_QP_AV
+        | ib_qp_attr_mask_IB_QP_PATH_MTU
+        | ib_qp_attr_mask_IB_QP_DEST_QPN
+        | ib_qp_attr_mask_IB_QP_RQ_PSN;
+    if qp.modify(&mut a, m) != 0 {
+        return Err("UC modify to RTR failed");
+    }
+    // SAFETY: as above.
+    let mut a: ib_qp_attr = unsafe { core::mem::zeroed() };
+    a.qp_state = ib_qp_state_IB_QPS_RTS;
+    a.sq_psn = FIRST_PSN;
+    let m = ib_qp_attr_mask_IB_QP_STATE | ib_qp_attr_mask_IB_QP_SQ_PSN;
+    if qp.modify(&mut a, m) != 0 {
+        return Err("UC modify to RTS failed");
+    }
+    Ok(())
+}
+
+/// A UC requester asks for no ACK and so counts no packet as sent
+/// without asking: after a SEND of eight packets (which UC completes once
+/// sent), its count of packets since the last ACK request (`noack`, an RC
+/// requester's) is 0. (UC counted every packet and never started over:
+/// 2^32 packets on one UC QP overflowed the count, an oops in a kernel
+/// built with overflow checks.)
+pub(crate) fn uc_counts_no_ack_requests() -> Result<(), &'static str> {
+    use sys::*;
+    let dev = TestDev::new()?;
+    let Some((sgid, gid)) = loopback_gid(&dev) else {
+        return Err("no ::ffff:127.0.0.1 GID on the loopback device");
+    };
+    let src = pattern(8 << 10, 11)?;
+    let pd = TestPd::new(&dev)?;
+    let c = Consumer::new(false);
+    let cq = TestCq::new(&dev, 16, 0, &c)?;
+    let a = TestQp::create(&pd, &cq, None, null_mut(), ib_qp_type_IB_QPT_UC)?;
+    // The peer: a QP left in RESET, which drops what `a` sends.
+    let peer = TestQp::new(&pd, &cq)?;
+    connect_uc(&a, peer.qpn(), &gid, sgid)?;
+    let s = sge(src.as_ptr(), src.len(), pd.lkey());
+    if a.post_send(&send_wr(0xe5, ib_wr_opcode_IB_WR_SEND, &s)).0 != 0 {
+        return Err("post_send of the UC SEND failed");
+    }
+    match wait_wcs(&cq, 1).first() {
+        Some(wc) if wc.status == ib_wc_status_IB_WC_SUCCESS && wr_id(wc) == 0xe5 => {}
+        Some(_) => return Err("the UC SEND completed in error"),
+        None => return Err("the UC SEND did not complete"),
+    }
+    if diag(&a, "psn") != FIRST_PSN + 8 {
+        return Err("the UC SEND was not sent as eight packets");
+    }
+    if diag(&a, "noack") != 0 {
+        return Err("a UC requester counts packets sent without an ACK request");
+    }
+    Ok(())
+}
