@@ -47,6 +47,37 @@ impl Ctx<'_> {
         self.inner.req.defers_left = MAX_DEFERS;
     }
 
+    /// SQD -> SQD with a new timeout or retry count (where they may
+    /// change): the budgets start over from the new counts, as rdma_rxe's
+    /// modify does, and the timer runs for what is in flight with the new
+    /// timeout (or stops, at 0) rather than wait for a packet sent, which
+    /// a draining QP may never send. A running RNR, memory or ODP wait
+    /// keeps its own expiry.
+    pub(super) fn retime(&mut self, mask: u32) {
+        let budgets = sys::ib_qp_attr_mask_IB_QP_TIMEOUT
+            | sys::ib_qp_attr_mask_IB_QP_RETRY_CNT
+            | sys::ib_qp_attr_mask_IB_QP_RNR_RETRY;
+        if mask & budgets == 0 {
+            return;
+        }
+        self.restart_budgets();
+        let r = &self.inner.req;
+        if mask & sys::ib_qp_attr_mask_IB_QP_TIMEOUT == 0
+            || r.una == r.max_psn
+            || r.rnr_wait
+            || r.mem_wait
+            || r.odp_wait
+        {
+            return;
+        }
+        if super::timeout_us(self.inner.attrs.timeout).is_some() {
+            self.arm_retry_timer();
+        } else {
+            // SAFETY: the timer lives as long as the QP.
+            unsafe { sys::rroce_helper_timer_cancel(self.qp.timer) };
+        }
+    }
+
     /// Asks again for the READ/atomic response at `missing`, once until it
     /// arrives (the timer covers a lost retry).
     fn retry_read(&mut self, missing: Psn) {

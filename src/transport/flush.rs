@@ -171,39 +171,6 @@ impl Ctx<'_> {
 }
 
 impl Ctx<'_> {
-    /// SQD -> SQD with a new timeout or retry count (where they may
-    /// change): the budgets start over from the new counts, as rdma_rxe's
-    /// modify does, and the timer runs for what is in flight with the new
-    /// timeout (or stops, at 0) rather than wait for a packet sent, which
-    /// a draining QP may never send. A running RNR, memory or ODP wait
-    /// keeps its own expiry.
-    fn retime(&mut self, mask: u32) {
-        let budgets = sys::ib_qp_attr_mask_IB_QP_TIMEOUT
-            | sys::ib_qp_attr_mask_IB_QP_RETRY_CNT
-            | sys::ib_qp_attr_mask_IB_QP_RNR_RETRY;
-        if mask & budgets == 0 {
-            return;
-        }
-        self.restart_budgets();
-        let r = &self.inner.req;
-        if mask & sys::ib_qp_attr_mask_IB_QP_TIMEOUT == 0
-            || r.una == r.max_psn
-            || r.rnr_wait
-            || r.mem_wait
-            || r.odp_wait
-        {
-            return;
-        }
-        if super::timeout_us(self.inner.attrs.timeout).is_some() {
-            self.arm_retry_timer();
-        } else {
-            // SAFETY: the timer lives as long as the QP.
-            unsafe { sys::rroce_helper_timer_cancel(self.qp.timer) };
-        }
-    }
-}
-
-impl Ctx<'_> {
     /// RESET quiesces the QP, as `rxe_qp_reset` does: the timer stops,
     /// queued READ/atomic responses and packets not yet sent are dropped
     /// (nothing built for the old connection goes out, to its address or

@@ -58,6 +58,28 @@ fn respond(qp: &TestQp, psn: u32, syndrome: Syndrome, msn: u32) -> Result<(), &'
     Ok(())
 }
 
+/// Acknowledges through `psn` (MSN `msn`) and waits for the completion
+/// that ACK must produce: `id` with `status`. Fails with `errs[0]` for
+/// another completion (logged), `errs[1]` for none.
+fn ack_completes(
+    qp: &TestQp,
+    cq: &TestCq,
+    (psn, msn): (u32, u32),
+    (id, status): (u64, sys::ib_wc_status),
+    errs: [&'static str; 2],
+) -> Result<(), &'static str> {
+    let credits = Syndrome::CREDITS_INVALID;
+    respond(qp, psn, Syndrome::Ack { credits }, msn)?;
+    match wait_wcs(cq, 1).first() {
+        Some(wc) if wc.status == status && wr_id(wc) == id => Ok(()),
+        Some(wc) => {
+            pr_err!("completion: wr_id {:#x} status {}\n", wr_id(wc), wc.status);
+            Err(errs[0])
+        }
+        None => Err(errs[1]),
+    }
+}
+
 /// An RNR NAK for a WRITE, then an ACK for it before the RNR timer (the
 /// responder took a second copy of the packet, sent before the NAK came:
 /// what ODP faults and retransmissions produce). The ACK retires the
@@ -93,14 +115,16 @@ pub(crate) fn ack_ends_rnr_wait() -> Result<(), &'static str> {
     if diag(&a, "rnr_wait") != 1 {
         return Err("the RNR NAK did not start an RNR wait");
     }
-    let credits = Syndrome::CREDITS_INVALID;
-    respond(&a, FIRST_PSN, Syndrome::Ack { credits }, 1)?;
-    let wcs = wait_wcs(&cq, 1);
-    match wcs.first() {
-        Some(wc) if wc.status == ib_wc_status_IB_WC_SUCCESS && wr_id(wc) == 0xe1 => {}
-        Some(_) => return Err("the first WRITE completed in error"),
-        None => return Err("the ACK did not complete the first WRITE"),
-    }
+    ack_completes(
+        &a,
+        &cq,
+        (FIRST_PSN, 1),
+        (0xe1, ib_wc_status_IB_WC_SUCCESS),
+        [
+            "the first WRITE completed in error",
+            "the ACK did not complete the first WRITE",
+        ],
+    )?;
     if diag(&a, "rnr_wait") != 0 {
         pr_err!(
             "after the ACK: una {:#x} psn {:#x}\n",
@@ -209,14 +233,16 @@ pub(crate) fn sqd_finishes_then_resumes() -> Result<(), &'static str> {
     if diag(&a, "max_psn") != FIRST_PSN + 1 {
         return Err("the SEND posted in SQD was sent");
     }
-    let credits = Syndrome::CREDITS_INVALID;
-    respond(&a, FIRST_PSN, Syndrome::Ack { credits }, 1)?;
-    let wcs = wait_wcs(&cq, 1);
-    match wcs.first() {
-        Some(wc) if wc.status == ib_wc_status_IB_WC_SUCCESS && wr_id(wc) == 0xd1 => {}
-        Some(_) => return Err("the first SEND completed wrong"),
-        None => return Err("the ACK did not complete the first SEND"),
-    }
+    ack_completes(
+        &a,
+        &cq,
+        (FIRST_PSN, 1),
+        (0xd1, ib_wc_status_IB_WC_SUCCESS),
+        [
+            "the first SEND completed wrong",
+            "the ACK did not complete the first SEND",
+        ],
+    )?;
     if sq_draining(&a)? != 0 || drained_events(&EVENTS, 1) != 1 {
         return Err("the drain did not end with one IB_EVENT_SQ_DRAINED");
     }
@@ -227,13 +253,16 @@ pub(crate) fn sqd_finishes_then_resumes() -> Result<(), &'static str> {
     if !sent_through(&a, FIRST_PSN + 2) {
         return Err("the SEND posted in SQD did not go out at RTS");
     }
-    respond(&a, FIRST_PSN + 1, Syndrome::Ack { credits }, 2)?;
-    let wcs = wait_wcs(&cq, 1);
-    match wcs.first() {
-        Some(wc) if wc.status == ib_wc_status_IB_WC_SUCCESS && wr_id(wc) == 0xd2 => {}
-        Some(_) => return Err("the second SEND completed wrong"),
-        None => return Err("the ACK did not complete the second SEND"),
-    }
+    ack_completes(
+        &a,
+        &cq,
+        (FIRST_PSN + 1, 2),
+        (0xd2, ib_wc_status_IB_WC_SUCCESS),
+        [
+            "the second SEND completed wrong",
+            "the ACK did not complete the second SEND",
+        ],
+    )?;
     // Nothing in flight, no event asked for: drained on entry, silently.
     move_to(&a, ib_qp_state_IB_QPS_SQD, false)?;
     if sq_draining(&a)? != 0 {
@@ -302,14 +331,16 @@ pub(crate) fn sqd_applies_new_timeout() -> Result<(), &'static str> {
     if !wait_diag(&a, "req_resent", |v| v > 0) {
         return Err("the new timeout did not resend the lost SEND");
     }
-    let credits = Syndrome::CREDITS_INVALID;
-    respond(&a, FIRST_PSN, Syndrome::Ack { credits }, 1)?;
-    let wcs = wait_wcs(&cq, 1);
-    match wcs.first() {
-        Some(wc) if wc.status == ib_wc_status_IB_WC_SUCCESS && wr_id(wc) == 0xd5 => {}
-        Some(_) => return Err("the SEND completed wrong"),
-        None => return Err("the ACK did not complete the SEND"),
-    }
+    ack_completes(
+        &a,
+        &cq,
+        (FIRST_PSN, 1),
+        (0xd5, ib_wc_status_IB_WC_SUCCESS),
+        [
+            "the SEND completed wrong",
+            "the ACK did not complete the SEND",
+        ],
+    )?;
     if sq_draining(&a)? != 0 {
         return Err("the drain did not end");
     }
@@ -352,17 +383,16 @@ pub(crate) fn partly_sent_bad_wqe_resent() -> Result<(), &'static str> {
     if !wait_diag(&a, "req_resent", |v| v >= 2) {
         return Err("the lost packets of the failed SEND were not resent");
     }
-    let credits = Syndrome::CREDITS_INVALID;
-    respond(&a, FIRST_PSN + 1, Syndrome::Ack { credits }, 0)?;
-    let wcs = wait_wcs(&cq, 1);
-    match wcs.first() {
-        Some(wc) if wc.status == ib_wc_status_IB_WC_LOC_PROT_ERR && wr_id(wc) == 0xd7 => Ok(()),
-        Some(wc) => {
-            pr_err!("partly sent bad WQE: status {}\n", wc.status);
-            Err("the failed SEND completed with another status")
-        }
-        None => Err("the failed SEND never completed"),
-    }
+    ack_completes(
+        &a,
+        &cq,
+        (FIRST_PSN + 1, 0),
+        (0xd7, ib_wc_status_IB_WC_LOC_PROT_ERR),
+        [
+            "the failed SEND completed with another status",
+            "the failed SEND never completed",
+        ],
+    )
 }
 
 /// `wcs` are successful completions of exactly the work requests `ids`,
