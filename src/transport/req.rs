@@ -554,8 +554,10 @@ impl Ctx<'_> {
             }
             _ => {}
         }
-        let n = (op.len - off).min(mtu);
-        let last = off + n >= op.len;
+        // `off < op.len` while the MTU that cut the WQE holds, as it does
+        // until RESET; saturating all the same (an overflow is an oops).
+        let n = op.len.saturating_sub(off).min(mtu);
+        let last = off.saturating_add(n) >= op.len;
         let mut opcode = data_opcode(op.opcode, first, last);
         if self.qp.uc {
             // The UC opcode of a SEND or WRITE packet is its RC opcode in
@@ -741,7 +743,7 @@ impl Ctx<'_> {
             }
             Rewind::At { k, idx } => {
                 self.inner.req.cur = k;
-                self.inner.req.cur_off = idx * self.mtu();
+                self.inner.req.cur_off = idx.saturating_mul(self.mtu());
                 self.inner.req.psn = psn.get();
                 self.inner.req.noack = 0;
                 // Requests up to `max_psn` may now be on their way twice,
