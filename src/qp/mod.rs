@@ -168,6 +168,10 @@ pub(crate) struct QpState {
     /// them (`QpState::leave_unsent`).
     #[cfg(CONFIG_KUNIT)]
     tx_unsent: AtomicBool,
+    /// The next UD post moves the QP to SQD between writing its WQEs and
+    /// sending them (`QpState::sqd_in_ud_post`).
+    #[cfg(CONFIG_KUNIT)]
+    ud_post_sqd: AtomicBool,
     /// Sends what softirq context left in `TransportState::tx`
     /// (initialized once the state is pinned, cancelled before it is
     /// freed).
@@ -513,6 +517,8 @@ fn new_state(
         tx_gate: AtomicU32::new(u32::MAX),
         #[cfg(CONFIG_KUNIT)]
         tx_unsent: AtomicBool::new(false),
+        #[cfg(CONFIG_KUNIT)]
+        ud_post_sqd: AtomicBool::new(false),
         // SAFETY: an all-zero work_struct is a valid placeholder until
         // `INIT_WORK` in `tx::start`.
         tx_work: UnsafeCell::new(unsafe { core::mem::zeroed() }),

@@ -143,6 +143,10 @@ impl QpState {
         if self.is_ud() {
             drop(inner);
             drop(guard);
+            #[cfg(CONFIG_KUNIT)]
+            if self.ud_post_sqd.swap(false, Ordering::AcqRel) {
+                self.move_to_sqd();
+            }
             self.run_ud();
         } else {
             self.ctx(&mut inner, &guard).run_requester();
@@ -340,6 +344,33 @@ impl QpState {
     #[cfg(CONFIG_KUNIT)]
     pub(crate) fn leave_unsent(&self) {
         self.tx_unsent.store(true, Ordering::Release);
+    }
+
+    /// Makes the next UD post move the QP to SQD after it wrote its WQEs
+    /// and before it sends them, as a `modify_qp` on another CPU may.
+    #[cfg(CONFIG_KUNIT)]
+    pub(crate) fn sqd_in_ud_post(&self) {
+        self.ud_post_sqd.store(true, Ordering::Release);
+    }
+
+    /// `ib_modify_qp` to SQD, from inside a post ([`Self::sqd_in_ud_post`]).
+    #[cfg(CONFIG_KUNIT)]
+    fn move_to_sqd(&self) {
+        // SAFETY: all-zero is a valid `ib_qp_attr`.
+        let mut a: sys::ib_qp_attr = unsafe { core::mem::zeroed() };
+        a.qp_state = sys::ib_qp_state_IB_QPS_SQD;
+        // SAFETY: the QP is live (its post is running); process context,
+        // no lock of the QP held.
+        let r = unsafe {
+            sys::ib_modify_qp(
+                self.fixed.ibqp,
+                &mut a,
+                sys::ib_qp_attr_mask_IB_QP_STATE as i32,
+            )
+        };
+        if r != 0 {
+            pr_err!("qp {}: modify to SQD in a post: {r}\n", self.fixed.qpn);
+        }
     }
 
     /// The CPU the QP's requests last left from, and how many times its

@@ -285,6 +285,7 @@ selftest_suite!(
         callback_on_vector_cpu,
         kernel_rc_qps,
         idle_qp_retries_after_no_memory,
+        ud_post_racing_sqd_sends,
         query_fills_every_field,
         reset_quiesces_qp,
         last_wqe_event_outside_lock,

@@ -35,7 +35,15 @@ impl Ctx<'_> {
             self.flush_sq();
             return false;
         }
-        if self.inner.state != sys::ib_qp_state_IB_QPS_RTS {
+        // A kernel consumer's UD WQEs are all sent in SQD too: its posts
+        // are refused outside RTS, and each sends every WQE it wrote
+        // before it returns, so those in the ring belong to a post still
+        // running, begun before the move to SQD, whose AH is valid only
+        // until that post returns (left for RTS, a WQE would send through
+        // an AH the consumer may have destroyed).
+        let sends = self.inner.state == sys::ib_qp_state_IB_QPS_RTS
+            || (self.qp.kernel && self.inner.state == sys::ib_qp_state_IB_QPS_SQD);
+        if !sends {
             // Nothing is fetched below RTS: the work item has nothing
             // to come back for.
             self.inner.req.pending = false;
