@@ -168,10 +168,11 @@ pub(crate) struct QpState {
     /// them (`QpState::leave_unsent`).
     #[cfg(CONFIG_KUNIT)]
     tx_unsent: AtomicBool,
-    /// The next UD post moves the QP to SQD between writing its WQEs and
-    /// sending them (`QpState::sqd_in_ud_post`).
+    /// What the next UD post does between writing its WQEs and sending
+    /// them (`QpState::sqd_in_ud_post`, `QpState::corrupt_in_ud_post`):
+    /// 0 nothing, [`tx::UD_POST_SQD`], [`tx::UD_POST_CORRUPT`].
     #[cfg(CONFIG_KUNIT)]
-    ud_post_sqd: AtomicBool,
+    ud_post_hook: AtomicU32,
     /// Sends what softirq context left in `TransportState::tx`
     /// (initialized once the state is pinned, cancelled before it is
     /// freed).
@@ -518,7 +519,7 @@ fn new_state(
         #[cfg(CONFIG_KUNIT)]
         tx_unsent: AtomicBool::new(false),
         #[cfg(CONFIG_KUNIT)]
-        ud_post_sqd: AtomicBool::new(false),
+        ud_post_hook: AtomicU32::new(0),
         // SAFETY: an all-zero work_struct is a valid placeholder until
         // `INIT_WORK` in `tx::start`.
         tx_work: UnsafeCell::new(unsafe { core::mem::zeroed() }),

@@ -107,7 +107,8 @@ impl QpState {
     /// Raises the affiliated events the transport left due
     /// (`IB_EVENT_SQ_DRAINED`, `IB_EVENT_QP_LAST_WQE_REACHED`), from the
     /// work item: outside the QP's lock and outside any verb's call chain,
-    /// so the consumer's handler may call verbs on the QP.
+    /// so the consumer's handler may query or modify the QP (not destroy
+    /// it: destroy waits for this work item).
     fn raise_due_events(&self) {
         let due = {
             let mut inner = self.inner.lock();
@@ -144,8 +145,10 @@ impl QpState {
             drop(inner);
             drop(guard);
             #[cfg(CONFIG_KUNIT)]
-            if self.ud_post_sqd.swap(false, Ordering::AcqRel) {
-                self.move_to_sqd();
+            match self.ud_post_hook.swap(0, Ordering::AcqRel) {
+                UD_POST_SQD => self.move_to_sqd(),
+                UD_POST_CORRUPT => self.corrupt_sq_producer(),
+                _ => {}
             }
             self.run_ud();
         } else {
@@ -178,13 +181,21 @@ impl QpState {
         loop {
             let mut out = KVec::new();
             let n = UD_BATCH.min(left);
-            let more = {
+            let (more, event) = {
                 let guard = rcu::read_lock();
                 let mut inner = self.inner.lock();
-                self.ctx(&mut inner, &guard).run_ud_sender(&mut out, n)
+                let more = self.ctx(&mut inner, &guard).run_ud_sender(&mut out, n);
+                // The sender may have failed the QP (a corrupt producer
+                // index): an event it left due is the work item's to raise.
+                (more, inner.t.event_due())
             };
             left = left.saturating_sub(n);
             self.send_datagrams(out);
+            if event {
+                // SAFETY: initialized at create; cancelled before the state
+                // is freed.
+                unsafe { sys::rroce_helper_queue_work(self.tx_work.get()) };
+            }
             if !more {
                 return;
             }
@@ -350,7 +361,24 @@ impl QpState {
     /// and before it sends them, as a `modify_qp` on another CPU may.
     #[cfg(CONFIG_KUNIT)]
     pub(crate) fn sqd_in_ud_post(&self) {
-        self.ud_post_sqd.store(true, Ordering::Release);
+        self.ud_post_hook.store(UD_POST_SQD, Ordering::Release);
+    }
+
+    /// Makes the next UD post corrupt the send queue's producer index
+    /// after it wrote its WQEs and before it sends them, as a process may
+    /// between its doorbells.
+    #[cfg(CONFIG_KUNIT)]
+    pub(crate) fn corrupt_in_ud_post(&self) {
+        self.ud_post_hook.store(UD_POST_CORRUPT, Ordering::Release);
+    }
+
+    /// Writes a producer index with bits above the ring's mask into the
+    /// send queue's header ([`Self::corrupt_in_ud_post`]).
+    #[cfg(CONFIG_KUNIT)]
+    fn corrupt_sq_producer(&self) {
+        use crate::engine::ring::{SharedHeader, SharedIndex};
+        let _inner = self.inner.lock();
+        self.fixed.sq_buf.producer_index().store_release(u32::MAX);
     }
 
     /// `ib_modify_qp` to SQD, from inside a post ([`Self::sqd_in_ud_post`]).
@@ -417,6 +445,14 @@ impl QpState {
 
 /// Datagrams the UD sender builds per hold of the QP lock.
 const UD_BATCH: usize = 32;
+
+/// `QpState::ud_post_hook`: move the QP to SQD.
+#[cfg(CONFIG_KUNIT)]
+pub(super) const UD_POST_SQD: u32 = 1;
+
+/// `QpState::ud_post_hook`: corrupt the send queue's producer index.
+#[cfg(CONFIG_KUNIT)]
+pub(super) const UD_POST_CORRUPT: u32 = 2;
 
 /// UD WQEs a process's doorbell retires before it leaves the rest to the
 /// work item.

@@ -286,6 +286,7 @@ selftest_suite!(
         kernel_rc_qps,
         idle_qp_retries_after_no_memory,
         ud_post_racing_sqd_sends,
+        ud_doorbell_failure_raises_last_wqe,
         query_fills_every_field,
         reset_quiesces_qp,
         last_wqe_event_outside_lock,

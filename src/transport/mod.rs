@@ -266,7 +266,7 @@ pub(crate) struct Req {
     draining: bool,
     /// It drained and `IB_EVENT_SQ_DRAINED` was asked for: the QP's work
     /// item raises it, outside the QP's lock and outside any verb's call
-    /// chain (the consumer's handler may call verbs on the QP).
+    /// chain (the consumer's handler may query or modify the QP).
     drained_event: bool,
     /// A missing READ response at this PSN was already asked for again:
     /// later out-of-order responses (still in flight from before) must not

@@ -793,7 +793,7 @@ pub(crate) mod selftest {
         requester_waits_hint, reset_quiesces_qp,
     };
     pub(crate) use super::rc::{idle_qp_retries_after_no_memory, kernel_rc_qps};
-    pub(crate) use super::ud::ud_post_racing_sqd_sends;
+    pub(crate) use super::ud::{ud_doorbell_failure_raises_last_wqe, ud_post_racing_sqd_sends};
 }
 
 /// The cases `crate::test::kunit` runs (suite `rroce_peer`).

@@ -802,10 +802,10 @@ pub(crate) fn query_ah_returns_its_address() -> Result<(), &'static str> {
 }
 
 /// A kernel SRQ on `pd` (`ib_create_srq`), destroyed on drop.
-struct TestSrq(*mut sys::ib_srq);
+pub(super) struct TestSrq(pub(super) *mut sys::ib_srq);
 
 impl TestSrq {
-    fn new(pd: &TestPd) -> Result<Self, &'static str> {
+    pub(super) fn new(pd: &TestPd) -> Result<Self, &'static str> {
         // SAFETY: all-zero is a valid `ib_srq_init_attr`.
         let mut init: sys::ib_srq_init_attr = unsafe { core::mem::zeroed() };
         init.srq_type = sys::ib_srq_type_IB_SRQT_BASIC;
@@ -829,7 +829,7 @@ impl Drop for TestSrq {
 
 /// `IB_EVENT_QP_LAST_WQE_REACHED` events counted, after up to a second
 /// for them to reach `want` (they come from the QP's work item).
-fn last_wqe_events(events: &QpEvents, want: u32) -> u32 {
+pub(super) fn last_wqe_events(events: &QpEvents, want: u32) -> u32 {
     for _ in 0..100 {
         if events.last_wqe.load(Ordering::SeqCst) >= want {
             break;
@@ -841,10 +841,9 @@ fn last_wqe_events(events: &QpEvents, want: u32) -> u32 {
 
 /// A QP on an SRQ raises `IB_EVENT_QP_LAST_WQE_REACHED` once per entry to
 /// the error state (`ib_drain_qp` waits for it), and raises it from its
-/// work item, as rdma_rxe's responder task does: the handler runs with
-/// interrupts and bottom halves on, outside the QP's lock, so it may call
-/// verbs on the QP. (It was raised inside `modify_qp`, under the QP's
-/// lock with interrupts off.)
+/// work item: the handler runs with interrupts and bottom halves on,
+/// outside the QP's lock, so it may query or modify the QP. (It was
+/// raised inside `modify_qp`, under the QP's lock with interrupts off.)
 pub(crate) fn last_wqe_event_outside_lock() -> Result<(), &'static str> {
     use sys::*;
     static EVENTS: QpEvents = QpEvents::new();

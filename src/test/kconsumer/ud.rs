@@ -2,7 +2,10 @@
 
 //! A kernel consumer's UD datagrams, and a post racing a move to SQD.
 
-use super::*;
+use super::{
+    qplife::{last_wqe_events, TestSrq},
+    *,
+};
 use crate::qp::RroceQp;
 
 /// The Q_Key both test QPs use.
@@ -139,5 +142,55 @@ pub(crate) fn ud_post_racing_sqd_sends() -> Result<(), &'static str> {
     }
     drop(a);
     drop(b);
+    Ok(())
+}
+
+/// A UD QP on an SRQ whose send queue's producer index is corrupted
+/// between a post writing its WQE and sending it (as a process may
+/// between its doorbells) fails in the UD sender's fetch and raises
+/// `IB_EVENT_QP_LAST_WQE_REACHED`, from its work item. (The UD sender
+/// left the event due without handing the QP to its work item: no flush
+/// follows a UD doorbell, and the event never came.)
+pub(crate) fn ud_doorbell_failure_raises_last_wqe() -> Result<(), &'static str> {
+    use sys::*;
+    static EVENTS: QpEvents = QpEvents::new();
+    EVENTS.clear();
+    let dev = TestDev::new()?;
+    let Some((sgid, gid)) = loopback_gid(&dev) else {
+        return Err("no ::ffff:127.0.0.1 GID on the loopback device");
+    };
+    let src = pattern(16, 3)?;
+    let pd = TestPd::new(&dev)?;
+    let c = Consumer::new(false);
+    let cq = TestCq::new(&dev, 16, 0, &c)?;
+    let srq = TestSrq::new(&pd)?;
+    let a = TestQp::create(&pd, &cq, Some(&EVENTS), srq.0, ib_qp_type_IB_QPT_UD)?;
+    ud_up(&a)?;
+    let ah = TestAh::new(&pd, &gid, sgid)?;
+    let s = sge(src.as_ptr(), src.len(), pd.lkey());
+    // SAFETY: all-zero is a valid `ib_ud_wr`.
+    let mut w: ib_ud_wr = unsafe { core::mem::zeroed() };
+    w.wr = send_wr(0xf3, ib_wr_opcode_IB_WR_SEND, &s);
+    w.ah = ah.0;
+    w.remote_qpn = a.qpn();
+    w.remote_qkey = QKEY;
+    // SAFETY: a live QP of an rroce device.
+    unsafe { RroceQp::state(a.0) }.corrupt_in_ud_post();
+    if a.post_send(&w.wr).0 != 0 {
+        return Err("the UD post failed");
+    }
+    drop(ah);
+    let (st, _) = super::qplife::query(&a, 0)?;
+    if st.qp_state != ib_qp_state_IB_QPS_ERR {
+        return Err("the corrupt producer index did not fail the QP");
+    }
+    if last_wqe_events(&EVENTS, 1) != 1 {
+        return Err("the UD QP failed at its doorbell raised no IB_EVENT_QP_LAST_WQE_REACHED");
+    }
+    if EVENTS.atomic.load(Ordering::SeqCst) != 0 {
+        return Err("IB_EVENT_QP_LAST_WQE_REACHED raised with interrupts or BHs off");
+    }
+    drop(a);
+    drop(srq);
     Ok(())
 }
